@@ -1,0 +1,70 @@
+# Two commands for a newcomer: `make run` and `make test`. Everything else is a helper of theirs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test test-deps lint bench bench-sync clean vendor
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+## setup: create .venv and install the pinned requirements (idempotent)
+setup: $(STAMP)
+
+## run: migrate, load the demo on a new database, create the local admin, serve on 127.0.0.1:8000 with
+##      an in-process worker that keeps the simulated fleet moving
+run: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py bootstrap
+	@echo "Serving on http://127.0.0.1:8000 (Ctrl-C stops; the worker's log is var/worker.log)"
+	@trap 'kill 0' EXIT INT TERM; \
+	  $(PY) manage.py runworker >var/worker.log 2>&1 & \
+	  $(PY) manage.py runserver 127.0.0.1:8000
+
+## test: the whole test suite (set DATABASE_URL to run it on PostgreSQL)
+test: setup test-deps
+	$(PY) -m pytest
+
+## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), Chromium and the
+##      OpenID provider. If one cannot be installed here its tests skip with the reason (CI requires them).
+test-deps:
+	-bash scripts/kube-apiserver.sh build
+	-$(MAKE) --no-print-directory sign-in-deps
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(PY) manage.py check
+
+## bench: the benchmarks of docs/performance.md (bench-sync needs the PostgreSQL on 127.0.0.1)
+bench: setup
+	$(PY) scripts/bench_engine.py
+	$(PY) scripts/bench_sync.py
+
+bench-sync: setup
+	$(PY) scripts/bench_sync.py
+
+## vendor: refresh the browser libraries in static/vendor/ from npm (package.json pins them; the copies are committed)
+vendor:
+	npm ci --no-audit --no-fund
+	mkdir -p static/vendor
+	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
+	cp node_modules/uplot/dist/uPlot.iife.min.js static/vendor/uPlot.iife.min.js
+	cp node_modules/uplot/dist/uPlot.min.css static/vendor/uPlot.min.css
+	cp node_modules/uplot/LICENSE static/vendor/uPlot.LICENSE
+	cp node_modules/htmx.org/LICENSE static/vendor/htmx.LICENSE
+
+## sign-in-deps: what the sign-in tests need on a fresh machine: Chromium (Debian package) and the test
+##      OpenID provider (tests/oidc, installed from its package-lock.json)
+.PHONY: sign-in-deps
+OIDC_PROVIDER := tests/oidc/node_modules/.package-lock.json
+$(OIDC_PROVIDER): tests/oidc/package-lock.json
+	npm ci --prefix tests/oidc --no-audit --no-fund
+sign-in-deps: $(OIDC_PROVIDER)
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+clean:
+	rm -rf var/db.sqlite3 .pytest_cache .hypothesis

@@ -1,0 +1,228 @@
+"""Settings, read from the environment.
+
+Every value has an embedded default so that `make run` works on a fresh machine: SQLite under ``var/``,
+Celery tasks run in-process, a development secret key generated once and kept in ``var/``.
+"""
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Read a boolean environment variable: 1/true/yes/on are true, anything else false."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def development_secret_key() -> str:
+    """A secret key generated on first use and kept in var/, so sessions survive restarts."""
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
+DEBUG = env_bool("DEBUG", True)
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+
+INSTALLED_APPS = [
+    "accounts.apps.ConsoleAdminConfig",  # django.contrib.admin with the console's admin site
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "guardian",
+    "django_htmx",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "mozilla_django_oidc",
+    "pools",
+    "accounts",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "config.wsgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
+        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Watches, sync and the web server share the file. WAL lets readers go on during a write; IMMEDIATE
+    # transactions take the write lock up front, so a writer waits (up to the timeout) instead of failing
+    # when a read transaction would have to become a write one.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20,
+        transaction_mode="IMMEDIATE",
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    )
+    # Tests run watchers on threads: a file database (not the shared in-memory one, whose table locks
+    # ignore the timeout) behaves like the real one.
+    # One file per test process, so that test runs side by side do not share it.
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"gpupool-test-{os.getpid()}.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.KeycloakBackend",
+    "accounts.backends.LocalLoginBackend",
+    "accounts.backends.RolePermissionBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+# Identity (docs/keycloak.md). Keycloak is used when KEYCLOAK_URL, KEYCLOAK_REALM and OIDC_RP_CLIENT_ID
+# are set; endpoints come from the realm's discovery document unless set here. Local passwords work
+# without Keycloak, and with it only when LOCAL_LOGIN=1.
+KEYCLOAK_URL = os.environ.get("KEYCLOAK_URL", "").rstrip("/")
+KEYCLOAK_REALM = os.environ.get("KEYCLOAK_REALM", "")
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = os.environ.get("OIDC_RP_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_OP_ISSUER = os.environ.get("OIDC_OP_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_OP_LOGOUT_ENDPOINT = os.environ.get("OIDC_OP_LOGOUT_ENDPOINT", "")
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
+OIDC_TIMEOUT = 10
+OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's end-session endpoint
+OIDC_AUTHENTICATE_CLASS = "accounts.oidc.KeycloakAuthenticationRequestView"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?failed=1"
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True) if "LOCAL_LOGIN" in os.environ else None
+
+# Production (DEBUG=0): HTTPS only, secure cookies, HSTS. Behind a TLS-terminating proxy set
+# SECURE_PROXY_SSL_HEADER=1 so Django trusts its X-Forwarded-Proto.
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    if env_bool("SECURE_PROXY_SSL_HEADER", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Celery: without a broker every task runs eagerly in this process (the embedded default).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+if not CELERY_BROKER_URL:
+    CELERY_BROKER_URL = "memory://"
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BEAT_SCHEDULE = {
+    "sync-all-backends": {
+        "task": "pools.tasks.sync_all_backends",
+        "schedule": float(os.environ.get("GPUPOOL_SYNC_SECONDS", "30")),
+    },
+    "record-usage": {"task": "pools.tasks.record_usage", "schedule": 60.0},
+    "compact-usage-history": {"task": "pools.tasks.compact_usage_history", "schedule": 3600.0},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
+        "accounts.authentication.KeycloakBearerAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "pools.api.schema.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "pools.api.errors.exception_handler",
+}
+
+# The API's OpenAPI schema (/api/schema/), with Swagger UI and Redoc served from the sidecar package (no CDN).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU Pool Console API",
+    "DESCRIPTION": "Pools, platforms, pod templates, resource validations, roles, inventory and config history.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "PREPROCESSING_HOOKS": ["pools.api.schema.api_paths_only"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Pool semantics that are deployment settings rather than per-object config (SEMANTICS.md §6).
+GPUPOOL = {
+    # A pool is ONLINE while its backend's last successful contact is younger than this.
+    "ONLINE_WINDOW_SECONDS": int(os.environ.get("GPUPOOL_ONLINE_WINDOW_SECONDS", "120")),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
