@@ -1,0 +1,88 @@
+"""From an identity provider's claims to the roles a user holds (SEMANTICS §7, identity).
+
+Keycloak puts groups in ``groups`` (full paths like ``/team-a`` or ``/org/team-a``, or plain names) and
+roles in ``roles``, ``realm_access.roles`` and ``resource_access.<client>.roles``. A claim value equal
+to a role's name grants that role; so does a value listed in the role's ``external_roles``. Each role's
+``sync_mode`` then decides what a login does to it: ``import`` only adds it, ``force`` also takes it
+away when the provider stops granting it, ``ignore`` leaves it as it is.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+SYNC_MODES = ("import", "force", "ignore")
+
+
+@dataclass(frozen=True)
+class RoleMapping:
+    """What identity needs of a role: its name, the provider names mapped to it, and its sync mode."""
+
+    name: str
+    external_roles: tuple[str, ...] = ()
+    sync_mode: str = "import"
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    """The roles a login adds and removes, and the user's roles afterwards."""
+
+    added: frozenset[str] = field(default_factory=frozenset)
+    removed: frozenset[str] = field(default_factory=frozenset)
+    roles: frozenset[str] = field(default_factory=frozenset)
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+def claim_values(claims: Mapping, *, client_id: str = "") -> set[str]:
+    """Every group and role name the claims carry; a group path also counts by its last segment.
+
+    ``/team-a`` gives ``/team-a`` and ``team-a``; ``/org/team-a`` also gives ``team-a``, so a role can be
+    mapped by the group's full path or by its plain name.
+    """
+    values: set[str] = set()
+    for group in _strings(claims.get("groups")):
+        values.add(group)
+        stripped = group.strip("/")
+        if stripped:
+            values.add(stripped)
+            values.add(stripped.rsplit("/", 1)[-1])
+    values.update(_strings(claims.get("roles")))
+    realm = claims.get("realm_access")
+    if isinstance(realm, Mapping):
+        values.update(_strings(realm.get("roles")))
+    clients = claims.get("resource_access")
+    if isinstance(clients, Mapping):
+        wanted = [clients.get(client_id)] if client_id else list(clients.values())
+        for client in wanted:
+            if isinstance(client, Mapping):
+                values.update(_strings(client.get("roles")))
+    return values
+
+
+def roles_from_claims(claims: Mapping, roles: Iterable[RoleMapping], *, client_id: str = "") -> set[str]:
+    """The names of the roles these claims grant: by equal name or through ``external_roles``."""
+    values = claim_values(claims, client_id=client_id)
+    return {role.name for role in roles if role.name in values or values.intersection(role.external_roles)}
+
+
+def reconcile_roles(held: Iterable[str], granted: Iterable[str], roles: Iterable[RoleMapping]) -> RoleChange:
+    """Apply each role's ``sync_mode`` to a login: what to add, what to remove, and the result.
+
+    Roles unknown to ``roles`` are left alone (they are not the provider's to manage).
+    """
+    held, granted = frozenset(held), frozenset(granted)
+    added, removed = set(), set()
+    for role in roles:
+        if role.sync_mode == "ignore":
+            continue
+        if role.name in granted and role.name not in held:
+            added.add(role.name)
+        elif role.sync_mode == "force" and role.name in held and role.name not in granted:
+            removed.add(role.name)
+    return RoleChange(frozenset(added), frozenset(removed), (held | added) - removed)

@@ -1,0 +1,351 @@
+"""Resource validation: parse rule sets and check a request against them (SEMANTICS §4).
+
+A rule compares two operands with ``EQ NE LT LE GT GE``. Operands are rendered like templates and read by
+``expressions.evaluate_operand``. A rule whose operands mention a ``K8_*`` variable is checked on every
+node; the request passes when every other rule passes once and at least one available node passes all of
+the per-node rules. A rule never raises while being checked: a bad operand is a failed rule with a message.
+"""
+
+import dataclasses
+import functools
+import operator as python_operator
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .errors import ExpressionError, RenderError, RuleError
+from .expressions import Expression, compile_expression, evaluate_operand
+from .quantities import format_quantity, parse_quantity
+from .variables import render_value
+
+OPERATORS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+
+_COMPARISONS = {
+    "EQ": (python_operator.eq, "=="),
+    "NE": (python_operator.ne, "!="),
+    "LT": (python_operator.lt, "<"),
+    "LE": (python_operator.le, "<="),
+    "GT": (python_operator.gt, ">"),
+    "GE": (python_operator.ge, ">="),
+}
+_RULE_FIELDS = ("operator", "left_operand", "right_operand", "assert_message")
+
+_MENTIONS_NODE_VARIABLE = re.compile(r"\bK8_\w*")
+_PLAIN_NODE_VARIABLE = re.compile(r"\{\{\s*(K8_\w*)\s*\}\}")
+
+# Node variables that hold numbers, with the NodeResources field each one reads.
+_NODE_NUMBERS = {
+    "K8_CPU": "cpu",
+    "K8_GPU": "gpu",
+    "K8_MEMORY": "memory",
+    "K8_STORAGE": "storage",
+    "K8_FREE_CPU": "free_cpu",
+    "K8_FREE_GPU": "free_gpu",
+    "K8_FREE_MEMORY": "free_memory",
+    "K8_FREE_STORAGE": "free_storage",
+}
+# While compiling an operand once for all nodes, each node number is rendered as this word so that the
+# expression keeps a named slot for it. The prefix is unusual so that no real value collides with it.
+_PLACEHOLDER_PREFIX = "__node_value_"
+_PLACEHOLDERS = {name: f"{_PLACEHOLDER_PREFIX}{name}" for name in _NODE_NUMBERS}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One comparison of a validation set; ``source`` is the name of the set it came from."""
+
+    operator: str
+    left_operand: str
+    right_operand: str
+    assert_message: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """What a node offers to validation: allocatable and free amounts (cores, GPUs, bytes)."""
+
+    name: str
+    cpu: Decimal
+    gpu: Decimal
+    memory: Decimal
+    storage: Decimal
+    free_cpu: Decimal
+    free_gpu: Decimal
+    free_memory: Decimal
+    free_storage: Decimal
+    gpu_product: str = ""
+    available: bool = True
+    reason: str = ""
+
+
+@dataclass
+class NodeVerdict:
+    """The outcome for one node: ``errors`` lists the failed rules' messages (or why it is unavailable)."""
+
+    node: str
+    passed: bool
+    errors: list[str]
+
+    def as_dict(self) -> dict:
+        """Return the verdict as plain JSON-ready data."""
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Verdict:
+    """The outcome of a request: overall result, request-level errors and one entry per node."""
+
+    passed: bool
+    errors: list[str]
+    nodes: list[NodeVerdict]
+
+    def as_dict(self) -> dict:
+        """Return the verdict as plain JSON-ready data."""
+        return dataclasses.asdict(self)
+
+
+def parse_rules(data, *, source: str) -> list[Rule]:
+    """Return the rules of validation set ``source`` from its JSON list.
+
+    Each item needs ``operator`` (one of OPERATORS, any case), ``left_operand`` and ``right_operand`` (text
+    or numbers, stored as text) and may have ``assert_message``. Raises ``RuleError`` naming the set, the
+    rule (1-based) and the field for anything else, unknown fields included.
+    """
+    where = f"resource validation '{source}'"
+    if not isinstance(data, list):
+        raise RuleError(f"{where} must be a list of rules, not {_kind(data)}")
+    return [_parse_rule(item, where=f"{where}, rule {index}", source=source) for index, item in enumerate(data, 1)]
+
+
+def _parse_rule(item, *, where: str, source: str) -> Rule:
+    if not isinstance(item, Mapping):
+        raise RuleError(f"{where}: must be an object with operator, left_operand and right_operand")
+    unknown = sorted(str(key) for key in item if key not in _RULE_FIELDS)
+    if unknown:
+        raise RuleError(f"{where}: unknown field '{unknown[0]}' (allowed: {', '.join(_RULE_FIELDS)})")
+    operator = item.get("operator")
+    if operator is None:
+        raise RuleError(f"{where}: operator is missing")
+    if not isinstance(operator, str) or operator.strip().upper() not in OPERATORS:
+        raise RuleError(f"{where}: operator '{operator}' is not one of {', '.join(OPERATORS)}")
+    message = item.get("assert_message")
+    if message is not None and not isinstance(message, str):
+        raise RuleError(f"{where}: assert_message must be text, not {_kind(message)}")
+    return Rule(
+        operator=operator.strip().upper(),
+        left_operand=_parse_operand(item, "left_operand", where),
+        right_operand=_parse_operand(item, "right_operand", where),
+        assert_message=message or "",
+        source=source,
+    )
+
+
+def _parse_operand(item: Mapping, field: str, where: str) -> str:
+    value = item.get(field)
+    if value is None:
+        raise RuleError(f"{where}: {field} is missing")
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise RuleError(f"{where}: {field} must be text or a number, not {_kind(value)}")
+    text = value if isinstance(value, str) else str(value)
+    if not text.strip():
+        raise RuleError(f"{where}: {field} is empty")
+    return text
+
+
+def _kind(value) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, int | float | Decimal) else type(value).__name__
+    )
+
+
+def rule_is_per_node(rule: Rule) -> bool:
+    """Return True when either operand mentions a ``K8_*`` variable, so the rule is checked per node."""
+    return bool(_MENTIONS_NODE_VARIABLE.search(rule.left_operand) or _MENTIONS_NODE_VARIABLE.search(rule.right_operand))
+
+
+def node_variables(node: NodeResources) -> dict:
+    """Return the ``K8_*`` variables of ``node``: numbers as plain decimal strings, memory and storage in bytes."""
+    variables = {name: _plain(_number(getattr(node, field))) for name, field in _NODE_NUMBERS.items()}
+    variables["K8_GPU_PRODUCT"] = node.gpu_product
+    return variables
+
+
+def _plain(value: Decimal) -> str:
+    """A number as people write it: ``2`` not ``2.000``, ``1000`` not ``1E+3``, ``0.5`` as is."""
+    text = format(value.normalize(), "f")
+    return "0" if text == "-0" else text
+
+
+def _number(value) -> Decimal:
+    return value if isinstance(value, Decimal) else parse_quantity(value)
+
+
+def evaluate_rule(rule: Rule, variables: Mapping) -> str | None:
+    """Check one rule with ``variables``; return None when it holds, else the message to show.
+
+    The message is the rule's ``assert_message`` rendered with the same variables, or a generic one when
+    it has none or cannot be rendered. An operand that is undefined, null or not a quantity gives a message
+    that names it. Never raises.
+    """
+    left, left_failure = _evaluate_side(rule, "left", variables)
+    if left_failure:
+        return left_failure
+    right, right_failure = _evaluate_side(rule, "right", variables)
+    if right_failure:
+        return right_failure
+    return _compare(rule, left, right, lambda: variables)
+
+
+def _where(rule: Rule) -> str:
+    return f"resource validation '{rule.source}'"
+
+
+def _evaluate_side(rule: Rule, side: str, variables: Mapping) -> tuple[Decimal | None, str | None]:
+    """Render and evaluate one operand: ``(value, None)`` or ``(None, failure message)``."""
+    text = rule.left_operand if side == "left" else rule.right_operand
+    described = f"{_where(rule)}: {side} operand '{text}'"
+    try:
+        rendered = render_value(text, variables, source=_where(rule))
+    except RenderError as error:
+        if error.variable:
+            return None, f"{described} uses variable {error.variable}, which is not defined"
+        return None, f"{described} cannot be rendered: {error}"
+    if rendered is None or (isinstance(rendered, str) and not rendered.strip()):
+        return None, f"{described} is empty"
+    try:
+        return evaluate_operand(rendered), None
+    except ExpressionError as error:
+        if error.reason == "not a quantity" or not isinstance(rendered, str):
+            return None, f"{described} is not a quantity ('{rendered}')"
+        return None, f"{described} cannot be evaluated ({error})"
+
+
+def _compare(rule: Rule, left: Decimal, right: Decimal, scope) -> str | None:
+    """Return None if ``left <operator> right`` holds, else the failure message rendered in ``scope()``."""
+    comparison = _COMPARISONS.get(str(rule.operator).upper())
+    if comparison is None:  # only a Rule built by hand, bypassing parse_rules, can get here
+        return f"{_where(rule)}: operator '{rule.operator}' is not one of {', '.join(OPERATORS)}"
+    holds, symbol = comparison
+    if holds(left, right):
+        return None
+    if rule.assert_message:
+        try:
+            message = render_value(rule.assert_message, scope(), source=_where(rule))
+        except RenderError:
+            message = None
+        if message is not None and str(message).strip():
+            return str(message)
+    return (
+        f"{_where(rule)}: {rule.left_operand} {rule.operator.upper()} {rule.right_operand} does not hold "
+        f"({format_quantity(left)} {symbol} {format_quantity(right)} is false)"
+    )
+
+
+class _NodeScope:
+    """Everything a per-node rule may read about one node, built lazily: numbers first, strings on demand."""
+
+    def __init__(self, node: NodeResources, variables: Mapping):
+        self.node = node
+        self.base = variables
+        self.numbers = {_PLACEHOLDERS[name]: _number(getattr(node, field)) for name, field in _NODE_NUMBERS.items()}
+
+    @functools.cached_property
+    def variables(self) -> dict:
+        return {**self.base, **node_variables(self.node)}
+
+
+@dataclass
+class _PreparedOperand:
+    """One operand made ready for many nodes: a constant result, a compiled expression, or neither.
+
+    With neither, the operand is rendered and evaluated node by node, exactly like ``evaluate_rule``.
+    """
+
+    rule: Rule
+    side: str
+    constant: tuple[Decimal | None, str | None] | None = None
+    expression: Expression | None = None
+
+    def value(self, scope: _NodeScope) -> tuple[Decimal | None, str | None]:
+        if self.constant is not None:
+            return self.constant
+        if self.expression is not None:
+            try:
+                return self.expression.evaluate(scope.numbers), None
+            except ExpressionError:
+                pass  # e.g. division by zero on this node: the slow path words the message
+        return _evaluate_side(self.rule, self.side, scope.variables)
+
+
+def _prepare_operand(rule: Rule, side: str, variables: Mapping) -> _PreparedOperand:
+    """Do the per-call work for one operand so that each node costs only an arithmetic evaluation.
+
+    The fast path applies when every ``K8_*`` mention is a plain ``{{ K8_X }}`` of a numeric node variable:
+    the operand is rendered once with a placeholder word for each, and compiled with those words as names.
+    Substituting a number's text or evaluating a name give the same value (unary minus binds tightest), so
+    the result is the same as rendering per node. Anything else falls back to rendering per node.
+    """
+    text = rule.left_operand if side == "left" else rule.right_operand
+    prepared = _PreparedOperand(rule, side)
+    mentions = _MENTIONS_NODE_VARIABLE.findall(text)
+    if not mentions:
+        prepared.constant = _evaluate_side(rule, side, variables)
+        return prepared
+    plain = _PLAIN_NODE_VARIABLE.findall(text)
+    if len(plain) != len(mentions) or not all(name in _NODE_NUMBERS for name in plain):
+        return prepared
+    try:
+        rendered = render_value(text, {**variables, **_PLACEHOLDERS}, source=_where(rule))
+    except RenderError:
+        return prepared
+    # Each substitution must have printed exactly one placeholder (no loops, comments or raw blocks).
+    if not isinstance(rendered, str) or rendered.count(_PLACEHOLDER_PREFIX) != len(plain):
+        return prepared
+    try:
+        prepared.expression = compile_expression(rendered, names=_PLACEHOLDERS.values())
+    except ExpressionError:
+        pass
+    return prepared
+
+
+def check_request(
+    rules: Sequence[Rule], variables: Mapping, nodes: Sequence[NodeResources], *, platform: str = ""
+) -> Verdict:
+    """Check a request against ``rules`` on the ``nodes`` of one platform.
+
+    Static rules are checked once with ``variables``; per-node rules on each available node with
+    ``variables`` plus ``node_variables(node)``. The request passes when every static rule passes and at
+    least one available node passes every per-node rule. ``nodes`` of the verdict lists every node, an
+    unavailable one as failed with its reason. Never raises on bad operands.
+    """
+    errors = [message for rule in rules if not rule_is_per_node(rule) and (message := evaluate_rule(rule, variables))]
+    prepared = [
+        (rule, _prepare_operand(rule, "left", variables), _prepare_operand(rule, "right", variables))
+        for rule in rules
+        if rule_is_per_node(rule)
+    ]
+    verdicts = []
+    for node in nodes:
+        if not node.available:
+            verdicts.append(NodeVerdict(node.name, False, [f"node unavailable: {node.reason or 'unknown reason'}"]))
+            continue
+        scope = _NodeScope(node, variables)
+        failures = []
+        for rule, left_operand, right_operand in prepared:
+            left, failure = left_operand.value(scope)
+            if failure is None:
+                right, failure = right_operand.value(scope)
+                if failure is None:
+                    failure = _compare(rule, left, right, lambda scope=scope: scope.variables)
+            if failure:
+                failures.append(failure)
+        verdicts.append(NodeVerdict(node.name, not failures, failures))
+
+    platform_name = f"platform '{platform}'" if platform else "the platform"
+    if not any(node.available for node in nodes):
+        errors.append(f"no available node in {platform_name}" + ("" if nodes else " (it has no nodes)"))
+    elif not errors and not any(verdict.passed for verdict in verdicts):
+        errors.append(f"no node in {platform_name} can hold this request")
+    return Verdict(passed=not errors, errors=errors, nodes=verdicts)

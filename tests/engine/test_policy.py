@@ -1,0 +1,234 @@
+"""SEMANTICS §7: roles, policies and access decisions."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pools.engine.errors import PolicyError
+from pools.engine.policy import (
+    BUILTIN_ROLES,
+    Decision,
+    Policy,
+    RoleDefinition,
+    action_matches,
+    evaluate_access,
+    parse_policies,
+    policies_from_legacy_actions,
+    pool_role_policies,
+    resource_matches,
+    visible_pools,
+)
+
+
+def role(name, *policies):
+    return RoleDefinition(name, parse_policies(list(policies), role=name))
+
+
+def builtin(name):
+    return RoleDefinition(name, parse_policies(BUILTIN_ROLES[name]["policies"], role=name))
+
+
+# parsing
+
+
+def test_parse_policies_defaults_to_allow_and_canonicalises_effect():
+    policies = parse_policies(
+        [{"actions": ["workflow:*"], "resources": ["pool/a*"]}, {"effect": "deny", "actions": ["*"]}], role="r"
+    )
+    assert policies == (Policy("Allow", ("workflow:*",), ("pool/a*",)), Policy("Deny", ("*",), ()))
+
+
+@pytest.mark.parametrize(
+    ("policy", "fragment"),
+    [
+        ({"effect": "Maybe", "actions": ["*"]}, "role 'r', policy 1: effect 'Maybe' must be Allow or Deny"),
+        ({"actions": []}, "role 'r', policy 1: actions must list at least one action"),
+        ({"actions": "workflow:Create"}, "role 'r', policy 1: actions must be a list of strings"),
+        ({"actions": ["workflow"]}, "role 'r', policy 1: action 'workflow' must look like"),
+        ({"actions": ["a:b:c"]}, "action 'a:b:c'"),
+        ({"actions": ["*"], "resources": "pool/a"}, "resources must be a list of strings"),
+        ({"actions": ["*"], "resources": [""]}, "resources must not contain an empty name"),
+        ({"actions": ["*"], "extra": 1}, "unknown field 'extra'"),
+        ("Allow", "must be an object"),
+    ],
+)
+def test_bad_policies_are_rejected_naming_role_policy_and_field(policy, fragment):
+    with pytest.raises(PolicyError, match=re.escape(fragment)):
+        parse_policies([policy], role="r")
+
+
+def test_policies_must_be_a_list():
+    with pytest.raises(PolicyError, match="role 'r': policies must be a list"):
+        parse_policies({"actions": ["*"]}, role="r")
+
+
+# matching
+
+
+@pytest.mark.parametrize(
+    ("pattern", "action", "matches"),
+    [
+        ("*", "workflow:Create", True),
+        ("*:*", "config:Update", True),
+        ("workflow:*", "workflow:Cancel", True),
+        ("workflow:*", "pool:Read", False),
+        ("*:Read", "pool:Read", True),
+        ("*:Read", "pool:List", False),
+        ("workflow:Create", "workflow:Create", True),
+        ("workflow:create", "WORKFLOW:Create", True),
+        ("workflow:Create", "workflow:Cancel", False),
+    ],
+)
+def test_action_patterns(pattern, action, matches):
+    assert action_matches(pattern, action) is matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "resource", "matches"),
+    [
+        ("*", "pool/a", True),
+        ("*", "", True),
+        ("pool/*", "pool/anything", True),
+        ("pool/*", "backend/x", False),
+        ("pool/*", "", False),
+        ("pool/team-a*", "pool/team-a", True),
+        ("pool/team-a*", "pool/team-a-gpu", True),
+        ("pool/team-a*", "pool/team-b", False),
+        ("pool/a", "pool/a", True),
+        ("pool/a", "pool/ab", False),
+    ],
+)
+def test_resource_patterns(pattern, resource, matches):
+    assert resource_matches(pattern, resource) is matches
+
+
+def test_a_policy_without_resources_matches_only_unscoped_calls():
+    roles = [role("r", {"actions": ["profile:*"]})]
+    assert evaluate_access(roles, "profile:Read").allowed
+    assert not evaluate_access(roles, "profile:Read", "pool/a").allowed
+
+
+# decisions
+
+
+def test_allow_names_the_deciding_role_and_policy():
+    decision = evaluate_access(
+        [role("osmo-team", {"actions": ["workflow:*"], "resources": ["pool/team*"]})], "workflow:Create", "pool/team-a"
+    )
+    assert decision == Decision(
+        True, "osmo-team", 1, "Allow", "allowed by role osmo-team policy 1 (Allow workflow:* on pool/team*)"
+    )
+
+
+def test_within_a_role_deny_beats_allow_whatever_the_order():
+    allow = {"actions": ["workflow:*"], "resources": ["pool/*"]}
+    deny = {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/secret"]}
+    for policies in ((allow, deny), (deny, allow)):
+        decision = evaluate_access([role("osmo-x", *policies)], "workflow:Create", "pool/secret")
+        assert not decision.allowed
+        assert decision.effect == "Deny"
+        assert decision.reason.startswith("denied by role osmo-x policy")
+
+
+def test_across_roles_a_deny_in_any_role_wins():
+    roles = [builtin("osmo-admin"), role("blocked", {"effect": "Deny", "actions": ["*"], "resources": ["pool/x"]})]
+    decision = evaluate_access(roles, "pool:Read", "pool/x")
+    assert (decision.allowed, decision.role, decision.policy_index) == (False, "blocked", 1)
+    assert evaluate_access(roles, "pool:Read", "pool/y").allowed
+
+
+def test_nothing_matching_is_denied():
+    decision = evaluate_access([], "workflow:Create", "pool/a")
+    assert decision == Decision(False, None, None, None, "no policy allows workflow:Create on pool/a")
+    assert decision.as_dict()["reason"] == "no policy allows workflow:Create on pool/a"
+
+
+def test_visible_pools_agree_with_request_decisions_including_cross_role_deny():
+    roles = [builtin("osmo-user"), role("no-b", {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/b"]})]
+    names = ["a", "b", "default"]
+    assert visible_pools(roles, names) == ["a", "default"]
+    for name in names:
+        assert (name in visible_pools(roles, names)) is evaluate_access(roles, "pool:Read", f"pool/{name}").allowed
+    assert visible_pools(roles, names, action="workflow:Create") == ["default"]
+
+
+def test_pool_roles_grant_workflows_and_read_on_the_prefix():
+    prefix_role = RoleDefinition("osmo-shared", pool_role_policies("shared"))
+    assert evaluate_access([prefix_role], "workflow:Create", "pool/shared_simulation_training_pool").allowed
+    assert evaluate_access([prefix_role], "pool:Read", "pool/shared").allowed
+    assert not evaluate_access([prefix_role], "pool:Update", "pool/shared").allowed
+    assert not evaluate_access([prefix_role], "workflow:Create", "pool/other").allowed
+
+
+# built-in roles
+
+
+def test_admin_may_do_everything():
+    admin = [builtin("osmo-admin")]
+    assert evaluate_access(admin, "config:Update", "config/pool").allowed
+    assert evaluate_access(admin, "system:Health").allowed
+
+
+def test_user_reads_everything_and_runs_workflows_only_in_the_default_pool():
+    user = [builtin("osmo-user")]
+    assert evaluate_access(user, "pool:Read", "pool/any").allowed
+    assert evaluate_access(user, "pool:List").allowed
+    assert evaluate_access(user, "workflow:Create", "pool/default").allowed
+    assert not evaluate_access(user, "workflow:Create", "pool/other").allowed
+    assert not evaluate_access(user, "config:Update", "config/pool").allowed
+
+
+def test_default_role_allows_health_login_and_profile_only():
+    default = [builtin("osmo-default")]
+    assert all(evaluate_access(default, action).allowed for action in ("system:Health", "auth:Login", "profile:Read"))
+    assert not evaluate_access(default, "pool:Read", "pool/default").allowed
+
+
+def test_builtin_roles_are_described_and_parse():
+    assert set(BUILTIN_ROLES) == {"osmo-admin", "osmo-user", "osmo-default"}
+    for name, definition in BUILTIN_ROLES.items():
+        assert definition["description"]
+        assert isinstance(definition["immutable"], bool)
+        assert parse_policies(definition["policies"], role=name)
+
+
+# OSMO's legacy role format
+
+
+def test_legacy_actions_from_the_osmo_documentation_translate():
+    seed = Path("/work/shared/seeds/osmo-pool-configuration.rst")
+    if seed.exists():
+        text = seed.read_text()
+        body = text[text.index("$ echo '{", text.index("Pool Access Control")) + len("$ echo '") :]
+        actions = json.loads(body[: body.index("}' > role_config.json") + 1])["actions"]
+    else:
+        actions = [
+            {"base": "http", "path": "/api/pool/shared_simulation_training_pool*", "method": "post"},
+            {"base": "http", "path": "http:/api/profile/*", "method": "*"},
+        ]
+    assert policies_from_legacy_actions(actions) == (
+        Policy("Allow", ("workflow:Create",), ("pool/shared_simulation_training_pool*",)),
+        Policy("Allow", ("profile:*",), ()),
+    )
+
+
+@pytest.mark.parametrize(
+    ("action", "policy"),
+    [
+        ({"path": "/api/pool/team*", "method": "get"}, Policy("Allow", ("pool:Read",), ("pool/team*",))),
+        ({"path": "api/pool/shared*", "method": "*"}, Policy("Allow", ("*",), ("pool/shared*",))),
+        ({"path": "/api/workflow", "method": "get"}, Policy("Allow", ("http:GET",), ("http:/api/workflow",))),
+        ({"path": "/api/pool/a", "method": "delete"}, Policy("Allow", ("http:DELETE",), ("http:/api/pool/a",))),
+    ],
+)
+def test_legacy_paths_map_to_pool_profile_or_generic_http_policies(action, policy):
+    assert policies_from_legacy_actions([{"base": "http", **action}]) == (policy,)
+
+
+def test_malformed_legacy_actions_are_policy_errors():
+    with pytest.raises(PolicyError):
+        policies_from_legacy_actions([{"base": "http", "method": "get"}])
+    with pytest.raises(PolicyError):
+        policies_from_legacy_actions("nope")
