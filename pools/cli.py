@@ -1,0 +1,130 @@
+"""Text rendering for ``poolctl``: aligned tables like the ``osmo`` CLI, and JSON in exactly the documented shapes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Columns padded to their widest cell, a header underlined with dashes, two spaces between columns."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def as_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=str)
+
+
+def as_yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip()
+
+
+def fraction(pair: dict) -> str:
+    return f"{pair['used']}/{pair['capacity']}"
+
+
+def pool_list_text(pools: list[dict]) -> str:
+    if not pools:
+        return "No pools."
+    rows = []
+    for pool in pools:
+        gpu = pool["gpu"]
+        shared = ", ".join(name for name in pool["node_set"] if name != pool["name"])
+        rows.append(
+            [
+                pool["name"],
+                pool["status"],
+                pool["backend"],
+                gpu["quota_used"],
+                gpu["quota_limit"],
+                gpu["quota_free"],
+                gpu["total_usage"],
+                gpu["total_capacity"],
+                gpu["total_free"],
+                f"with {shared}" if pool["shared"] else "",
+            ]
+        )
+    return table(
+        [
+            "Pool",
+            "Status",
+            "Backend",
+            "Quota Used",
+            "Quota Limit",
+            "Quota Free",
+            "Total Usage",
+            "Total Capacity",
+            "Total Free",
+            "Shared",
+        ],
+        rows,
+    )
+
+
+def resource_list_text(resources: list[dict]) -> str:
+    if not resources:
+        return "No nodes."
+    rows = [
+        [
+            r["node"],
+            r["pool"] or "-",
+            r["platform"] or "-",
+            r["type"],
+            "yes" if r["available"] else f"no ({r['reason']})",
+            fraction(r["gpu"]),
+            fraction(r["cpu"]),
+            fraction(r["memory_gi"]),
+            fraction(r["storage_gi"]),
+        ]
+        for r in resources
+    ]
+    return table(
+        ["Node", "Pool", "Platform", "Type", "Available", "GPU [#]", "CPU [#]", "Memory [Gi]", "Storage [Gi]"], rows
+    )
+
+
+def history_text(revisions: list[dict]) -> str:
+    if not revisions:
+        return "No revisions."
+    rows = [
+        [
+            r["config_type"],
+            r["revision"],
+            r["name"] or "-",
+            r["username"],
+            r["created_at"][:19].replace("T", " "),
+            ", ".join(r["tags"]),
+            r["description"],
+        ]
+        for r in revisions
+    ]
+    return table(["Type", "Rev", "Name", "User", "Created (UTC)", "Tags", "Description"], rows)
+
+
+def render_text(result: dict) -> str:
+    variables = table(["Variable", "Value"], [[k, v] for k, v in sorted(result["variables"].items())])
+    return (
+        f"Pool {result['pool']}, platform {result['platform']}\n\n{variables}\n\n"
+        f"Pod template:\n{as_yaml(result['pod_template'])}"
+    )
+
+
+def check_text(result: dict) -> str:
+    head = f"Pool {result['pool']}, platform {result['platform']}: {'PASSED' if result['passed'] else 'FAILED'}"
+    lines = [head] + [f"  - {error}" for error in result["errors"]]
+    if result["nodes"]:
+        rows = [[n["node"], "pass" if n["passed"] else "fail", "; ".join(n["errors"])] for n in result["nodes"]]
+        lines += ["", table(["Node", "Result", "Failed rules"], rows)]
+    return "\n".join(lines)
+
+
+def role_check_text(result: dict) -> str:
+    verdict = "ALLOWED" if result["allowed"] else "DENIED"
+    return f"{verdict}: {result['action']} on {result['resource'] or '(unscoped)'} — {result['reason']}"

@@ -1,0 +1,636 @@
+"""Config documents: reading files, normalising bodies, validating a whole configuration state.
+
+A *state* maps each config type to ``{name: body}``, bodies in the canonical OSMO shape that
+``poolctl config show`` prints and every revision stores. Writes work on states: the services build
+the state a change would produce, this module checks it as a whole (field types, names, references,
+timeouts), and only then is anything written. That is what makes an import all-or-nothing and a
+rollback safe, with one set of rules for every entry point.
+
+This module does not touch the database.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .choices import BackendKind, ConfigType
+from .engine.errors import EngineError
+from .engine.identity import SYNC_MODES
+from .engine.policy import parse_policies, policies_from_legacy_actions
+from .engine.quantities import parse_duration
+from .engine.validation import parse_rules
+
+NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
+
+TYPE_LABELS = {
+    ConfigType.BACKEND: "backend",
+    ConfigType.POD_TEMPLATE: "pod template",
+    ConfigType.RESOURCE_VALIDATION: "resource validation",
+    ConfigType.POOL: "pool",
+    ConfigType.ROLE: "role",
+}
+
+# The keys of OSMO's Helm values that hold each config type (snake_case spellings accepted too).
+BUNDLE_KEYS = {
+    "backends": ConfigType.BACKEND,
+    "podTemplates": ConfigType.POD_TEMPLATE,
+    "pod_templates": ConfigType.POD_TEMPLATE,
+    "resourceValidations": ConfigType.RESOURCE_VALIDATION,
+    "resource_validations": ConfigType.RESOURCE_VALIDATION,
+    "pools": ConfigType.POOL,
+    "roles": ConfigType.ROLE,
+}
+
+POOL_TIMEOUTS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a document: where (a dotted path) and what, in a sentence."""
+
+    field: str
+    message: str
+
+    def __str__(self):
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+class ConfigError(ValueError):
+    """Raised when a document or a proposed state is invalid; nothing has been written."""
+
+    def __init__(self, problems: list[Problem] | str, field: str = ""):
+        if isinstance(problems, str):
+            problems = [Problem(field, problems)]
+        self.problems = problems
+        super().__init__(str(self))
+
+    def __str__(self):
+        first = str(self.problems[0]) if self.problems else "invalid configuration"
+        more = len(self.problems) - 1
+        return f"{first} (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else first
+
+
+def parse_config_type(value: str) -> ConfigType:
+    """Read a config type as users type it: any case, dashes or underscores (``pod-template``)."""
+    key = value.strip().upper().replace("-", "_")
+    try:
+        return ConfigType(key)
+    except ValueError:
+        choices = ", ".join(ConfigType.values)
+        raise ConfigError(f"unknown config type '{value}'; choose one of {choices}") from None
+
+
+# --- reading files ---------------------------------------------------------------------------------
+
+
+def parse_document(text: str, *, filename: str = "") -> Any:
+    """Parse JSON or YAML text; a syntax error names the file, line and column.
+
+    JSON is tried for ``.json`` files and for text that starts with ``{`` or ``[`` (so broken JSON gets
+    a JSON error, not a confusing YAML one); anything else is read as YAML.
+    """
+    label = filename or "document"
+    stripped = text.lstrip()
+    if filename.endswith(".json") or stripped.startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{label}: invalid YAML{where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{label}: invalid YAML: {exc}") from None
+
+
+def read_document(path: str) -> Any:
+    """Read and parse a file; a missing or unreadable file is a ConfigError, not a traceback."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise ConfigError(f"file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    return parse_document(text, filename=path)
+
+
+# --- splitting documents into {type: {name: body}} -------------------------------------------------
+
+
+def is_bundle(data: Any) -> bool:
+    return isinstance(data, dict) and bool(data) and all(key in BUNDLE_KEYS for key in data)
+
+
+def infer_config_type(body: Any) -> ConfigType:
+    """Guess what a name-keyed entry is from its shape (used by ``config import`` of a name-keyed file)."""
+    if isinstance(body, list):
+        return ConfigType.RESOURCE_VALIDATION
+    if isinstance(body, dict):
+        if {"platforms", "backend", "common_pod_template", "common_resource_validations"} & body.keys():
+            return ConfigType.POOL
+        if {"policies", "actions", "external_roles"} & body.keys():
+            return ConfigType.ROLE
+        if body.get("kind") in BackendKind.values:
+            return ConfigType.BACKEND
+    return ConfigType.POD_TEMPLATE
+
+
+def entries_of(value: Any, config_type: ConfigType, *, where: str) -> dict[str, Any]:
+    """A bundle section as ``{name: body}``; sections may be name-keyed mappings or lists of bodies with ``name``."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        entries = {}
+        for index, item in enumerate(value, 1):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise ConfigError(f"entry {index} needs a 'name'", field=where)
+            body = dict(item)
+            entries[body.pop("name")] = body
+        return entries
+    raise ConfigError(f"must be a mapping of names to {TYPE_LABELS[config_type]}s", field=where)
+
+
+def split_document(data: Any, *, config_type: ConfigType | None = None, name: str | None = None) -> dict:
+    """Turn any accepted document into ``{config_type: {name: raw body}}``.
+
+    Accepted: a bundle with OSMO Helm-values keys; a name-keyed file (``{"l40s": {...}}``); a single body
+    with a ``name`` field (a pool body like the seeds' ``platform_config.json``, a role); or, when both
+    the type and the name are given, the bare body itself.
+    """
+    if is_bundle(data):
+        if config_type is not None:
+            raise ConfigError("this file is a bundle of several config types; use 'poolctl config import'")
+        changes: dict = {}
+        for key, value in data.items():
+            ctype = BUNDLE_KEYS[key]
+            changes.setdefault(ctype, {}).update(entries_of(value, ctype, where=key))
+        return changes
+
+    if config_type is None:
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("name"), str)
+            and infer_config_type(data) != ConfigType.POD_TEMPLATE
+        ):
+            ctype = infer_config_type(data)
+            body = dict(data)
+            return {ctype: {body.pop("name"): body}}
+        if not isinstance(data, dict) or not data:
+            raise ConfigError("expected a bundle, a name-keyed mapping or a pool body with 'name'")
+        changes = {}
+        for entry_name, body in data.items():
+            changes.setdefault(infer_config_type(body), {})[entry_name] = body
+        return changes
+
+    label = TYPE_LABELS[config_type]
+    if name is not None:
+        if isinstance(data, dict) and set(data) == {name}:
+            return {config_type: {name: data[name]}}
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("name"), str)
+            and config_type in (ConfigType.POOL, ConfigType.ROLE)
+        ):
+            if data["name"] != name:
+                raise ConfigError(f"the file describes {label} '{data['name']}', not '{name}'")
+            body = dict(data)
+            body.pop("name")
+            return {config_type: {name: body}}
+        return {config_type: {name: data}}
+
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("name"), str)
+        and config_type in (ConfigType.POOL, ConfigType.ROLE)
+    ):
+        body = dict(data)
+        return {config_type: {body.pop("name"): body}}
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"expected a mapping of {label} names to bodies (or give the name)")
+    return {config_type: dict(data)}
+
+
+# --- normalising bodies ----------------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads fields of one body, collecting problems with their dotted paths."""
+
+    def __init__(self, body: Any, where: str):
+        self.where = where
+        self.problems: list[Problem] = []
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            self.problems.append(Problem(where, "must be a JSON object"))
+            body = {}
+        self.body = body
+
+    def path(self, key: str) -> str:
+        return f"{self.where}.{key}"
+
+    def fail(self, key: str, message: str):
+        self.problems.append(Problem(self.path(key), message))
+
+    def reject_unknown(self, allowed: set[str]):
+        for key in self.body:
+            if key not in allowed:
+                self.fail(key, f"unknown field; expected one of {', '.join(sorted(allowed))}")
+
+    def string(self, key: str, default: str = "") -> str:
+        value = self.body.get(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            self.fail(key, "must be a string")
+            return default
+        return str(value)
+
+    def boolean(self, key: str, default: bool = False) -> bool:
+        value = self.body.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(key, "must be true or false")
+            return default
+        return value
+
+    def integer(self, key: str, default: int | None, minimum: int | None = None) -> int | None:
+        value = self.body.get(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, "must be a whole number")
+            return default
+        if minimum is not None and value < minimum:
+            self.fail(key, f"must be at least {minimum}")
+            return default
+        return value
+
+    def mapping(self, key: str) -> dict:
+        value = self.body.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(key, "must be a JSON object")
+            return {}
+        return copy.deepcopy(value)
+
+    def variables(self, key: str) -> dict:
+        values = self.mapping(key)
+        for var, value in values.items():
+            if not isinstance(var, str) or not var:
+                self.fail(key, f"variable name {var!r} must be a non-empty string")
+            elif isinstance(value, (dict, list)):
+                self.fail(f"{key}.{var}", "must be a string, number, boolean or null")
+        return values
+
+    def names(self, key: str) -> list[str]:
+        value = self.body.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            self.fail(key, "must be a list of names")
+            return []
+        return list(value)
+
+    def items(self, key: str) -> list:
+        value = self.body.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(key, "must be a list")
+            return []
+        return copy.deepcopy(value)
+
+
+def check_name(name: Any, where: str) -> list[Problem]:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        return [
+            Problem(
+                where,
+                f"name {name!r} must start with a letter, end with a letter or digit, "
+                "and contain only letters, digits, '_', '.' and '-'",
+            )
+        ]
+    if len(name) > 128:
+        return [Problem(where, "name is longer than 128 characters")]
+    return []
+
+
+def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown(
+        {
+            "description",
+            "kind",
+            "source",
+            "kubeconfig",
+            "context",
+            "in_cluster",
+            "seed",
+            "size",
+            "node_conditions",
+            "pool_label",
+            "priority_label",
+            "writable",
+        }
+    )
+    kind = reader.string("kind", BackendKind.FILE)
+    if kind not in BackendKind.values:
+        reader.fail("kind", f"'{kind}' is not one of {', '.join(BackendKind.values)}")
+    conditions = reader.mapping("node_conditions") if "node_conditions" in reader.body else {"Ready": "True"}
+    for condition, status in conditions.items():
+        if status not in ("True", "False", "Unknown"):
+            reader.fail(f"node_conditions.{condition}", 'must be "True", "False" or "Unknown"')
+    normalized = {
+        "description": reader.string("description"),
+        "kind": kind,
+        "source": reader.string("source"),
+        "kubeconfig": reader.string("kubeconfig"),
+        "context": reader.string("context"),
+        "in_cluster": reader.boolean("in_cluster"),
+        "seed": reader.integer("seed", None),
+        "size": reader.integer("size", None, minimum=0),
+        "node_conditions": conditions,
+        "pool_label": reader.string("pool_label", "osmo.pool") or "osmo.pool",
+        "priority_label": reader.string("priority_label", "osmo.priority") or "osmo.priority",
+        "writable": reader.boolean("writable"),
+    }
+    if normalized["writable"] and kind != BackendKind.KUBERNETES:
+        reader.fail("writable", "only a kubernetes backend can be writable")
+    return normalized, reader.problems
+
+
+def normalize_pod_template(body: Any, where: str) -> tuple[dict, list[Problem]]:
+    if not isinstance(body, dict):
+        return {}, [Problem(where, "a pod template must be a JSON object (a partial pod: metadata, spec)")]
+    spec = body.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        return {}, [Problem(f"{where}.spec", "must be a JSON object")]
+    return copy.deepcopy(body), []
+
+
+def normalize_resource_validation(body: Any, where: str, name: str) -> tuple[list, list[Problem]]:
+    try:
+        rules = parse_rules(body, source=name)
+    except EngineError as exc:
+        return [], [Problem(where, str(exc))]
+    normalized = [
+        {
+            "operator": rule.operator,
+            "left_operand": rule.left_operand,
+            "right_operand": rule.right_operand,
+            "assert_message": rule.assert_message,
+        }
+        for rule in rules
+    ]
+    return normalized, []
+
+
+PLATFORM_FIELDS = {
+    "description",
+    "host_network_allowed",
+    "privileged_allowed",
+    "allowed_mounts",
+    "default_variables",
+    "resource_validations",
+    "override_pod_template",
+}
+POOL_FIELDS = {
+    "name",
+    "description",
+    "backend",
+    "default_platform",
+    "enable_maintenance",
+    "common_default_variables",
+    "common_resource_validations",
+    "common_pod_template",
+    *POOL_TIMEOUTS,
+    "default_exit_actions",
+    "action_permissions",
+    "resources",
+    "topology_keys",
+    "platforms",
+}
+
+
+def normalize_platform(body: Any, where: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown(PLATFORM_FIELDS)
+    normalized = {
+        "description": reader.string("description"),
+        "host_network_allowed": reader.boolean("host_network_allowed"),
+        "privileged_allowed": reader.boolean("privileged_allowed"),
+        "default_variables": reader.variables("default_variables"),
+        "resource_validations": reader.names("resource_validations"),
+        "override_pod_template": reader.names("override_pod_template"),
+        "allowed_mounts": reader.items("allowed_mounts"),
+    }
+    return normalized, reader.problems
+
+
+def normalize_gpu_resources(reader: _Reader) -> dict:
+    resources = reader.mapping("resources")
+    gpu = resources.get("gpu") if isinstance(resources.get("gpu"), dict) else {}
+    if "gpu" in resources and not isinstance(resources["gpu"], dict):
+        reader.fail("resources.gpu", "must be a JSON object")
+    normalized_gpu = {}
+    for key, default, minimum in (("guarantee", -1, -1), ("maximum", -1, -1), ("weight", 1, 0)):
+        value = gpu.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            reader.fail(f"resources.gpu.{key}", f"must be a whole number of at least {minimum}")
+            value = default
+        normalized_gpu[key] = value
+    if normalized_gpu["maximum"] >= 0 and normalized_gpu["guarantee"] > normalized_gpu["maximum"]:
+        reader.fail("resources.gpu.guarantee", "must not exceed resources.gpu.maximum")
+    resources["gpu"] = normalized_gpu
+    return resources
+
+
+def normalize_pool(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown(POOL_FIELDS)
+    if "name" in reader.body and reader.body["name"] != name:
+        reader.fail("name", f"'{reader.body['name']}' does not match the pool name '{name}'")
+    backend = reader.string("backend", "default") or "default"
+    normalized = {
+        "description": reader.string("description"),
+        "backend": backend,
+        "default_platform": reader.string("default_platform"),
+        "enable_maintenance": reader.boolean("enable_maintenance"),
+        "common_default_variables": reader.variables("common_default_variables"),
+        "common_resource_validations": reader.names("common_resource_validations"),
+        "common_pod_template": reader.names("common_pod_template"),
+        **{key: reader.string(key) for key in POOL_TIMEOUTS},
+        "default_exit_actions": reader.mapping("default_exit_actions"),
+        "action_permissions": reader.mapping("action_permissions"),
+        "resources": normalize_gpu_resources(reader),
+        "topology_keys": reader.items("topology_keys"),
+        "platforms": {},
+    }
+    for kind in ("exec", "queue"):
+        default_key, max_key = f"default_{kind}_timeout", f"max_{kind}_timeout"
+        parsed = {}
+        for key in (default_key, max_key):
+            if normalized[key]:
+                try:
+                    parsed[key] = parse_duration(normalized[key])
+                except EngineError as exc:
+                    reader.fail(key, str(exc))
+        if len(parsed) == 2 and parsed[default_key] > parsed[max_key]:
+            reader.fail(default_key, f"{normalized[default_key]} is longer than {max_key} ({normalized[max_key]})")
+
+    platforms = reader.mapping("platforms")
+    for platform_name, platform_body in platforms.items():
+        path = reader.path(f"platforms.{platform_name}")
+        reader.problems.extend(check_name(platform_name, path))
+        normalized["platforms"][platform_name], problems = normalize_platform(platform_body, path)
+        reader.problems.extend(problems)
+    default_platform = normalized["default_platform"]
+    if default_platform:
+        allowed = normalized["platforms"].keys() or {"default"}
+        if default_platform not in allowed:
+            choices = ", ".join(sorted(allowed))
+            reader.fail("default_platform", f"'{default_platform}' is not a platform of this pool ({choices})")
+    return normalized, reader.problems
+
+
+def normalize_role(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown({"name", "description", "policies", "actions", "external_roles", "sync_mode", "immutable"})
+    policies: list[dict] = []
+    try:
+        if "actions" in reader.body and "policies" not in reader.body:
+            parsed = policies_from_legacy_actions(reader.items("actions"))
+        else:
+            parsed = parse_policies(reader.items("policies"), role=name)
+        policies = [
+            {"effect": policy.effect, "actions": list(policy.actions), "resources": list(policy.resources)}
+            for policy in parsed
+        ]
+    except EngineError as exc:
+        reader.problems.append(Problem(reader.path("policies"), str(exc)))
+    sync_mode = reader.string("sync_mode", "import") or "import"
+    if sync_mode not in SYNC_MODES:
+        reader.fail("sync_mode", f"'{sync_mode}' is not one of {', '.join(SYNC_MODES)}")
+    normalized = {
+        "description": reader.string("description"),
+        "policies": policies,
+        "external_roles": reader.names("external_roles"),
+        "sync_mode": sync_mode,
+        "immutable": reader.boolean("immutable"),
+    }
+    return normalized, reader.problems
+
+
+def normalize_body(config_type: ConfigType, name: str, body: Any) -> Any:
+    """The canonical body of one object; raises ConfigError listing every problem with its field path."""
+    where = f"{TYPE_LABELS[config_type]} '{name}'"
+    problems = check_name(name, where)
+    if config_type == ConfigType.BACKEND:
+        normalized, found = normalize_backend(body, where)
+    elif config_type == ConfigType.POD_TEMPLATE:
+        normalized, found = normalize_pod_template(body, where)
+    elif config_type == ConfigType.RESOURCE_VALIDATION:
+        normalized, found = normalize_resource_validation(body, where, name)
+    elif config_type == ConfigType.POOL:
+        normalized, found = normalize_pool(body, where, name)
+    else:
+        normalized, found = normalize_role(body, where, name)
+    problems.extend(found)
+    if problems:
+        raise ConfigError(problems)
+    return normalized
+
+
+# --- whole-state rules ------------------------------------------------------------------------------
+
+
+def pool_references(pool: dict) -> dict[ConfigType, list[tuple[str, str]]]:
+    """Every name a pool body refers to, by type, each with the field that names it."""
+    refs: dict[ConfigType, list[tuple[str, str]]] = {
+        ConfigType.BACKEND: [("backend", pool["backend"])],
+        ConfigType.POD_TEMPLATE: [("common_pod_template", n) for n in pool["common_pod_template"]],
+        ConfigType.RESOURCE_VALIDATION: [
+            ("common_resource_validations", n) for n in pool["common_resource_validations"]
+        ],
+    }
+    for platform_name, platform in pool["platforms"].items():
+        prefix = f"platforms.{platform_name}"
+        refs[ConfigType.POD_TEMPLATE] += [
+            (f"{prefix}.override_pod_template", n) for n in platform["override_pod_template"]
+        ]
+        refs[ConfigType.RESOURCE_VALIDATION] += [
+            (f"{prefix}.resource_validations", n) for n in platform["resource_validations"]
+        ]
+    return refs
+
+
+def users_of(state: dict, config_type: ConfigType, name: str) -> list[str]:
+    """The pools whose bodies refer to ``name`` of ``config_type``, sorted."""
+    return sorted(
+        pool_name
+        for pool_name, pool in state.get(ConfigType.POOL, {}).items()
+        if any(ref == name for _, ref in pool_references(pool).get(config_type, []))
+    )
+
+
+def validate_state(state: dict) -> None:
+    """Check the rules that span objects: every reference from a pool names an existing object."""
+    problems = []
+    for pool_name, pool in sorted(state.get(ConfigType.POOL, {}).items()):
+        for ref_type, refs in pool_references(pool).items():
+            existing = state.get(ref_type, {})
+            for field, ref in refs:
+                if ref not in existing:
+                    problems.append(
+                        Problem(
+                            f"pool '{pool_name}'.{field}",
+                            f"{TYPE_LABELS[ref_type]} '{ref}' does not exist",
+                        )
+                    )
+    if problems:
+        raise ConfigError(problems)
+
+
+class NotFound(ConfigError):
+    """The named object or revision does not exist (the API answers 404 for it)."""
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs (``--set USER_GPU=2``) as variables; whole numbers become ints, the rest strings."""
+    values: dict[str, Any] = {}
+    for item in assignments:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"'{item}' is not KEY=VALUE")
+        value = value.strip()
+        if re.fullmatch(r"-?\d+", value):
+            values[key] = int(value)
+        elif re.fullmatch(r"-?\d+\.\d+", value):
+            values[key] = float(value)
+        else:
+            values[key] = value
+    return values
+
+
+def parse_revision_ref(text: str) -> tuple[ConfigType, int]:
+    """``POOL:3`` as (ConfigType.POOL, 3)."""
+    type_text, sep, number = text.rpartition(":")
+    if not sep or not number.isdigit() or int(number) < 1:
+        raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)")
+    return parse_config_type(type_text), int(number)

@@ -1,0 +1,396 @@
+"""``python manage.py poolctl``: the operator's CLI, with verbs that follow the ``osmo`` CLI.
+
+Thin: it parses arguments, calls services and selectors, and prints tables or JSON. Errors are one
+line on stderr with exit status 1; usage errors exit 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import sys
+import threading
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts import selectors as access_selectors
+from accounts import services as access_services
+from accounts.tokens import parse_lifetime
+from pools import cli, selectors, services
+from pools.choices import ChangeOrigin
+from pools.configs import (
+    ConfigError,
+    parse_assignments,
+    parse_config_type,
+    parse_revision_ref,
+    read_document,
+)
+from pools.engine.errors import EngineError
+from pools.inventory.records import InventoryError
+from pools.models import Backend
+
+logger = logging.getLogger(__name__)
+
+
+class Error(CommandError):
+    """Printed by Django as ``Error: <message>`` on one line, exit status 1."""
+
+
+def _format_option(parser):
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+
+
+class Command(BaseCommand):
+    help = "Manage GPU pools: config import/update/show/history/diff/rollback, pool and resource lists, roles."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--user", default=None, help="username recorded on revisions (default: your login)")
+        groups = parser.add_subparsers(
+            dest="group", required=True, metavar="{config,backend,node,pool,resource,role,access,token}"
+        )
+
+        config = groups.add_parser("config", help="configuration and its history").add_subparsers(
+            dest="verb", required=True
+        )
+        p = config.add_parser("import", help="import a bundle, a name-keyed file or a pool body")
+        p.add_argument("file")
+        self._change_options(p)
+        p = config.add_parser("update", help="create or replace objects of one type from a file")
+        p.add_argument("type")
+        p.add_argument("name", nargs="?")
+        p.add_argument("--file", "-f", required=True)
+        self._change_options(p)
+        p = config.add_parser("show", help="print objects as they are, or were at a revision")
+        p.add_argument("type")
+        p.add_argument("name", nargs="?")
+        p.add_argument("--revision", "-r", type=int)
+        _format_option(p)
+        p = config.add_parser("history", help="list revisions")
+        p.add_argument("type", nargs="?")
+        p.add_argument("--name")
+        _format_option(p)
+        p = config.add_parser("diff", help="diff a revision against another or the current state")
+        p.add_argument("first", metavar="TYPE:REV")
+        p.add_argument("second", metavar="TYPE:REV", nargs="?")
+        p = config.add_parser("rollback", help="restore a revision as a new revision")
+        p.add_argument("ref", metavar="TYPE:REV")
+        p.add_argument("--description", default="")
+        p = config.add_parser("tag", help="add or remove tags on a revision")
+        p.add_argument("ref", metavar="TYPE:REV")
+        p.add_argument("--set", dest="add", action="append", default=[], metavar="TAG")
+        p.add_argument("--delete", dest="remove", action="append", default=[], metavar="TAG")
+        p = config.add_parser("delete", help="delete an object")
+        p.add_argument("type")
+        p.add_argument("name")
+        p.add_argument("--description", default="")
+        config.add_parser("restore-builtins", help="reset the built-in templates, validations, roles and backend")
+
+        backend = groups.add_parser("backend", help="cluster backends").add_subparsers(dest="verb", required=True)
+        p = backend.add_parser("sync", help="read a backend's inventory now")
+        p.add_argument("name", nargs="?")
+        p.add_argument("--all", action="store_true", help="sync every backend that has a source")
+        p.add_argument("--every", type=float, metavar="SECONDS", help="keep syncing at this interval until stopped")
+        _format_option(p)
+
+        p = backend.add_parser("watch", help="follow a backend's changes live until stopped")
+        p.add_argument("name")
+        p.add_argument("--seconds", type=float, help="stop after this long")
+
+        node = groups.add_parser("node", help="nodes").add_subparsers(dest="verb", required=True)
+        p = node.add_parser("label", help="set a label on a node in its cluster")
+        p.add_argument("node")
+        p.add_argument("label", metavar="KEY=VALUE")
+        p.add_argument("--overwrite", action="store_true", help="change a label that already has another value")
+        p.add_argument("--backend", help="the node's backend, when several have a node of that name")
+        p = node.add_parser("unlabel", help="remove a label from a node in its cluster")
+        p.add_argument("node")
+        p.add_argument("key")
+        p.add_argument("--backend")
+
+        pool = groups.add_parser("pool", help="pools").add_subparsers(dest="verb", required=True)
+        p = pool.add_parser("list", help="pools with status and GPU quota")
+        _format_option(p)
+        for verb, text in (
+            ("render", "the merged pod template of a platform"),
+            ("check", "validate a request against the rules and nodes (exit 1 if it fails)"),
+        ):
+            p = pool.add_parser(verb, help=text)
+            p.add_argument("pool")
+            p.add_argument("--platform")
+            p.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE")
+            _format_option(p)
+
+        resource = groups.add_parser("resource", help="nodes").add_subparsers(dest="verb", required=True)
+        p = resource.add_parser("list", help="nodes with their pools and resource usage")
+        p.add_argument("--pool")
+        p.add_argument("--platform")
+        _format_option(p)
+
+        role = groups.add_parser("role", help="roles").add_subparsers(dest="verb", required=True)
+        p = role.add_parser("set", help="generate a pool role: osmo-<prefix> pool")
+        p.add_argument("name")
+        p.add_argument("kind", choices=["pool"])
+        p = role.add_parser("check", help="would these roles allow an action on a resource?")
+        p.add_argument("--roles", required=True, help="comma-separated role names")
+        p.add_argument("--action", required=True)
+        p.add_argument("--resource", default="")
+        _format_option(p)
+
+        access = groups.add_parser("access", help="who may do what").add_subparsers(dest="verb", required=True)
+        p = access.add_parser("explain", help="which role and policy allow or deny a user an action")
+        p.add_argument("--user", dest="subject", required=True, metavar="USERNAME")
+        p.add_argument("--action", required=True)
+        p.add_argument("--resource", default="")
+        _format_option(p)
+        access.add_parser("sync", help="recompute every user's pool permissions from the role policies")
+
+        token = groups.add_parser("token", help="personal access tokens").add_subparsers(dest="verb", required=True)
+        p = token.add_parser("create", help="create a token for a user and print it (shown once)")
+        p.add_argument("--user", dest="subject", required=True, metavar="USERNAME")
+        p.add_argument("--name", default="poolctl")
+        p.add_argument("--expires", default="30d", help="lifetime like 30d, 12h or 2w (at most a year)")
+
+    @staticmethod
+    def _change_options(parser):
+        parser.add_argument("--description", default="")
+        parser.add_argument("--tag", dest="tags", action="append", default=[])
+
+    def handle(self, *args, **options):
+        self.actor = services.Actor(options["user"] or _login_name(), ChangeOrigin.CLI)
+        handler = getattr(self, f"do_{options['group']}_{options['verb'].replace('-', '_')}")
+        try:
+            return handler(options)
+        except (ConfigError, EngineError, InventoryError) as exc:
+            raise Error(str(exc)) from None
+        except CommandError:
+            raise
+        except Exception as exc:  # never a traceback for the operator; the log keeps the details
+            logger.exception("poolctl failed")
+            raise Error(f"unexpected failure ({exc.__class__.__name__}: {exc}); rerun with --traceback") from None
+
+    def out(self, text: str):
+        self.stdout.write(text)
+
+    def report(self, revisions):
+        if not revisions:
+            self.out("No changes.")
+        for revision in revisions:
+            self.out(f"{revision.config_type}:{revision.revision} {revision.description}")
+
+    # config ------------------------------------------------------------------------------------------
+
+    def do_config_import(self, o):
+        data = read_document(o["file"])
+        self.report(
+            services.config_import(
+                data=data,
+                actor=self.actor,
+                description=o["description"],
+                tags=o["tags"],
+                base_dir=os.path.dirname(os.path.abspath(o["file"])),
+            )
+        )
+
+    def do_config_update(self, o):
+        config_type = parse_config_type(o["type"])
+        data = read_document(o["file"])
+        self.report(
+            services.config_update(
+                config_type=config_type,
+                name=o["name"],
+                data=data,
+                actor=self.actor,
+                description=o["description"],
+                tags=o["tags"],
+                base_dir=os.path.dirname(os.path.abspath(o["file"])),
+            )
+        )
+
+    def do_config_show(self, o):
+        data = selectors.config_show(config_type=parse_config_type(o["type"]), name=o["name"], revision=o["revision"])
+        self.out(cli.as_json(data))
+
+    def do_config_history(self, o):
+        config_type = parse_config_type(o["type"]) if o["type"] else None
+        revisions = [
+            selectors.revision_summary(r) for r in selectors.config_history(config_type=config_type, name=o["name"])
+        ]
+        self.out(cli.as_json({"revisions": revisions}) if o["format"] == "json" else cli.history_text(revisions))
+
+    def do_config_diff(self, o):
+        config_type, revision = parse_revision_ref(o["first"])
+        other = None
+        if o["second"]:
+            other_type, other = parse_revision_ref(o["second"])
+            if other_type != config_type:
+                raise Error(f"cannot diff {config_type} against {other_type}")
+        self.out(selectors.config_diff(config_type=config_type, revision=revision, other=other) or "No differences.")
+
+    def do_config_rollback(self, o):
+        config_type, revision = parse_revision_ref(o["ref"])
+        self.report(
+            services.config_rollback(
+                config_type=config_type, revision=revision, actor=self.actor, description=o["description"]
+            )
+        )
+
+    def do_config_tag(self, o):
+        config_type, revision = parse_revision_ref(o["ref"])
+        tagged = services.config_tag(config_type=config_type, revision=revision, add=o["add"], remove=o["remove"])
+        self.out(f"{tagged.config_type}:{tagged.revision} tags: {', '.join(tagged.tags) or '(none)'}")
+
+    def do_config_delete(self, o):
+        self.report(
+            services.config_delete(
+                config_type=parse_config_type(o["type"]), name=o["name"], actor=self.actor, description=o["description"]
+            )
+        )
+
+    def do_config_restore_builtins(self, o):
+        self.report(services.builtins_restore(actor=self.actor))
+
+    # backend / pool / resource / role -------------------------------------------------------------------
+
+    def do_backend_sync(self, o):
+        if o["all"] == bool(o["name"]):
+            raise Error("give a backend name or --all")
+        if not o["all"] and not Backend.objects.filter(name=o["name"]).exists():
+            raise Error(f"backend '{o['name']}' does not exist")
+        while True:
+            backends = (
+                Backend.objects.exclude(source="", kind="file") if o["all"] else Backend.objects.filter(name=o["name"])
+            )
+            results = {}
+            for backend in backends:
+                try:
+                    results[backend.name] = services.backend_sync(backend=backend)
+                except InventoryError as exc:
+                    if not o["every"]:
+                        raise
+                    self.stderr.write(f"backend {backend.name}: {exc}")
+            self._sync_report(results, o["format"])
+            if not o["every"]:
+                return
+            time.sleep(o["every"])
+
+    def _sync_report(self, results, output_format):
+        if output_format == "json":
+            self.out(cli.as_json({"backends": results}))
+            return
+        rows = [
+            [
+                name,
+                c["nodes"],
+                c["pods"],
+                c["warnings"],
+                "+{created} ~{updated} -{deleted}".format(**c["nodes_changed"]),
+                "+{created} ~{updated} -{deleted}".format(**c["pods_changed"]),
+            ]
+            for name, c in results.items()
+        ]
+        self.out(cli.table(["Backend", "Nodes", "Pods", "Warnings", "Node changes", "Pod changes"], rows))
+
+    def do_backend_watch(self, o):
+        backend = Backend.objects.filter(name=o["name"]).first()
+        if backend is None:
+            raise Error(f"backend '{o['name']}' does not exist")
+        stop = threading.Event()
+        if o["seconds"]:
+            threading.Timer(o["seconds"], stop.set).start()
+        self.out(f"Watching backend {backend.name} (Ctrl-C stops)")
+        try:
+            services.backend_watch(
+                backend=backend,
+                stop=stop,
+                owner=f"poolctl:{os.getpid()}",
+                on_batch=lambda c: self.out(f"applied {c['nodes']} node and {c['pods']} pod changes"),
+            )
+        except KeyboardInterrupt:
+            stop.set()
+
+    def do_node_label(self, o):
+        key, sep, value = o["label"].partition("=")
+        if not sep:
+            raise Error(f"'{o['label']}' is not KEY=VALUE")
+        change = services.node_label(
+            node=o["node"], key=key, value=value, overwrite=o["overwrite"], backend=o["backend"], actor=self.actor
+        )
+        self.out(f"node/{change.node_name} labeled {change.key}={change.new_value}")
+
+    def do_node_unlabel(self, o):
+        change = services.node_label(node=o["node"], key=o["key"], value=None, backend=o["backend"], actor=self.actor)
+        self.out(f"node/{change.node_name} unlabeled {change.key}")
+
+    def do_pool_list(self, o):
+        pools = selectors.pool_list()
+        self.out(cli.as_json({"pools": pools}) if o["format"] == "json" else cli.pool_list_text(pools))
+
+    def do_pool_render(self, o):
+        result = selectors.pool_render(
+            pool_name=o["pool"], platform=o["platform"], user_values=parse_assignments(o["assignments"])
+        )
+        self.out(cli.as_json(result) if o["format"] == "json" else cli.render_text(result))
+
+    def do_pool_check(self, o):
+        result = selectors.pool_check(
+            pool_name=o["pool"], platform=o["platform"], user_values=parse_assignments(o["assignments"])
+        )
+        self.out(cli.as_json(result) if o["format"] == "json" else cli.check_text(result))
+        if not result["passed"]:
+            sys.exit(1)
+
+    def do_resource_list(self, o):
+        rows = selectors.resource_list(pool=o["pool"], platform=o["platform"])
+        self.out(cli.as_json({"resources": rows}) if o["format"] == "json" else cli.resource_list_text(rows))
+
+    def do_role_set(self, o):
+        self.report(services.pool_role_generate(name=o["name"], actor=self.actor))
+
+    def do_role_check(self, o):
+        roles = [name.strip() for name in o["roles"].split(",") if name.strip()]
+        result = selectors.role_check(roles=roles, action=o["action"], resource=o["resource"])
+        self.out(cli.as_json(result) if o["format"] == "json" else cli.role_check_text(result))
+
+    # access / token -------------------------------------------------------------------------------------
+
+    def do_access_explain(self, o):
+        result = access_selectors.access_explain(username=o["subject"], action=o["action"], resource=o["resource"])
+        self.out(cli.as_json(result) if o["format"] == "json" else access_explain_text(result))
+
+    def do_access_sync(self, o):
+        counts = access_services.pool_permissions_sync()
+        self.out(f"pool permissions: {counts['added']} added, {counts['removed']} removed")
+
+    def do_token_create(self, o):
+        user = get_user_model().objects.filter(username=o["subject"]).first()
+        if user is None:
+            raise Error(f"user '{o['subject']}' does not exist")
+        try:
+            token, secret = access_services.api_token_create(
+                user=user, name=o["name"], lifetime=parse_lifetime(o["expires"])
+            )
+        except ValueError as exc:
+            raise Error(str(exc)) from None
+        self.stderr.write(f"token {token.name} for {user.username}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC")
+        self.out(secret)
+
+
+def access_explain_text(result: dict) -> str:
+    """``ALLOWED``/``DENIED``, the user's roles and the deciding role and policy, one per line."""
+    verdict = "ALLOWED" if result["allowed"] else "DENIED"
+    lines = [
+        f"{verdict}: {result['user']} {result['action']} on {result['resource'] or '(unscoped)'}",
+        f"roles:  {', '.join(result['roles']) or '(none)'}",
+        f"reason: {result['reason']}",
+    ]
+    return "\n".join(lines)
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"

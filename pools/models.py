@@ -1,0 +1,332 @@
+"""The pool domain: configuration objects, the cluster inventory, membership and config history.
+
+Configuration objects (Backend, PodTemplate, ResourceValidation, Pool, Platform) mirror the OSMO JSON
+shapes field by field; references between them are by name, in order, as OSMO stores them, and the
+services keep them consistent. Nodes and pods keep only what membership and GPU accounting need.
+Nothing here writes on its own: every change goes through ``pools.services``.
+"""
+
+from django.db import models
+
+from .choices import BackendKind, ChangeOrigin, ConfigType, RevisionAction
+
+NAME_PATTERN = r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$"
+
+
+def default_node_conditions():
+    return {"Ready": "True"}
+
+
+def default_pool_resources():
+    return {"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}
+
+
+class Backend(models.Model):
+    """A Kubernetes cluster (or a stand-in for one) whose nodes the pools divide."""
+
+    name = models.CharField(max_length=128, unique=True)
+    description = models.TextField(blank=True)
+    kind = models.CharField(max_length=16, choices=BackendKind.choices, default=BackendKind.FILE)
+    source = models.CharField(max_length=1024, blank=True, help_text="file: path to a Kubernetes List (JSON/YAML)")
+    kubeconfig = models.CharField(max_length=1024, blank=True, help_text="kubernetes: kubeconfig path")
+    context = models.CharField(max_length=256, blank=True, help_text="kubernetes: kubeconfig context")
+    in_cluster = models.BooleanField(default=False, help_text="kubernetes: use the pod's service account")
+    seed = models.IntegerField(null=True, blank=True, help_text="simulated: random seed")
+    size = models.IntegerField(null=True, blank=True, help_text="simulated: number of nodes")
+    node_conditions = models.JSONField(default=default_node_conditions, blank=True)
+    pool_label = models.CharField(max_length=253, default="osmo.pool")
+    priority_label = models.CharField(max_length=253, default="osmo.priority")
+    writable = models.BooleanField(default=False, help_text="kubernetes: the console may patch node labels")
+    builtin = models.BooleanField(default=False, editable=False)
+
+    last_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
+    last_sync_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_sync_duration = models.FloatField(null=True, blank=True, editable=False)
+    last_sync_error = models.TextField(blank=True, editable=False)
+    last_sync_counts = models.JSONField(default=dict, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class PodTemplate(models.Model):
+    """A Kubernetes pod-spec fragment; pools merge several of them in order (SEMANTICS.md §2)."""
+
+    name = models.CharField(max_length=128, unique=True)
+    spec = models.JSONField(default=dict, blank=True)
+    builtin = models.BooleanField(default=False, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class ResourceValidation(models.Model):
+    """A named, ordered list of rules a request must satisfy (SEMANTICS.md §4)."""
+
+    name = models.CharField(max_length=128, unique=True)
+    rules = models.JSONField(default=list, blank=True)
+    builtin = models.BooleanField(default=False, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Pool(models.Model):
+    """A share of one backend's nodes with its own templates, rules, quota and timeouts."""
+
+    name = models.CharField(max_length=128, unique=True)
+    description = models.TextField(blank=True)
+    backend = models.ForeignKey(Backend, on_delete=models.PROTECT, related_name="pools")
+    default_platform = models.CharField(max_length=128, blank=True)
+    enable_maintenance = models.BooleanField(default=False)
+    common_default_variables = models.JSONField(default=dict, blank=True)
+    common_resource_validations = models.JSONField(default=list, blank=True)
+    common_pod_template = models.JSONField(default=list, blank=True)
+    default_exec_timeout = models.CharField(max_length=64, blank=True)
+    default_queue_timeout = models.CharField(max_length=64, blank=True)
+    max_exec_timeout = models.CharField(max_length=64, blank=True)
+    max_queue_timeout = models.CharField(max_length=64, blank=True)
+    default_exit_actions = models.JSONField(default=dict, blank=True)
+    action_permissions = models.JSONField(default=dict, blank=True)
+    resources = models.JSONField(default=default_pool_resources, blank=True)
+    topology_keys = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Platform(models.Model):
+    """One hardware type inside a pool, with its own extra templates, rules and variables."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="platforms")
+    name = models.CharField(max_length=128)
+    description = models.TextField(blank=True)
+    host_network_allowed = models.BooleanField(default=False)
+    privileged_allowed = models.BooleanField(default=False)
+    allowed_mounts = models.JSONField(default=list, blank=True)
+    default_variables = models.JSONField(default=dict, blank=True)
+    resource_validations = models.JSONField(default=list, blank=True)
+    override_pod_template = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["pool__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["pool", "name"], name="unique_platform_per_pool")]
+
+    def __str__(self):
+        return f"{self.pool.name}/{self.name}"
+
+
+class Node(models.Model):
+    """A cluster node as last synced: labels, taints, conditions and the resources accounting needs.
+
+    Resource columns are parsed once at sync time (cpu in cores, memory and storage in bytes) so that
+    accounting reads numbers, not Kubernetes quantity strings.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
+    conditions = models.JSONField(default=list, blank=True)
+    unschedulable = models.BooleanField(default=False)
+    allocatable = models.JSONField(default=dict, blank=True)
+    available = models.BooleanField(default=True)
+    unavailable_reason = models.CharField(max_length=256, blank=True)
+    gpu_product = models.CharField(max_length=128, blank=True)
+    cpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    memory = models.BigIntegerField(default=0)
+    storage = models.BigIntegerField(default=0)
+    gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG profile -> allocatable count")
+    gpu_replicas = models.IntegerField(default=0, help_text="time-slicing replicas per GPU (0: not time-sliced)")
+    # Requests of the non-terminated pods bound to the node, kept up to date by sync and watch so that
+    # reading usage never has to add up every pod of a large cluster.
+    cpu_used = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    memory_used = models.BigIntegerField(default=0)
+    storage_used = models.BigIntegerField(default=0)
+    gpu_used = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    resource_version = models.CharField(max_length=64, blank=True)
+    synced_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["backend__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["backend", "name"], name="unique_node_per_backend")]
+
+    def __str__(self):
+        return self.name
+
+
+class Pod(models.Model):
+    """A pod as last synced, reduced to its node, phase, pool label and effective requests."""
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="pods")
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True)
+    node_name = models.CharField(max_length=253, blank=True, db_index=True)
+    phase = models.CharField(max_length=32, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    pool_name = models.CharField(max_length=128, blank=True, db_index=True, help_text="value of the pool label")
+    preemptible = models.BooleanField(default=False)
+    cpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    memory = models.BigIntegerField(default=0)
+    storage = models.BigIntegerField(default=0)
+    gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG profile -> requested count")
+    resource_version = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["backend__name", "namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["backend", "namespace", "name"], name="unique_pod_per_backend")]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.name}"
+
+
+class PoolPodUsage(models.Model):
+    """GPUs requested by the non-terminated pods carrying one pool label value on one backend.
+
+    ``gpu`` counts every such pod (the pool's usage), ``gpu_quota`` only the non-preemptible ones (its
+    quota use). Kept up to date by sync and watch for the pool names their changes touch.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="pool_pod_usage")
+    pool_name = models.CharField(max_length=128)
+    gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    gpu_quota = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+
+    class Meta:
+        ordering = ["backend", "pool_name"]
+        constraints = [models.UniqueConstraint(fields=["backend", "pool_name"], name="unique_pool_usage_per_backend")]
+
+    def __str__(self):
+        return f"{self.pool_name}: {self.gpu} GPUs"
+
+
+class NodeMembership(models.Model):
+    """A node belongs to a (pool, platform): the platform's merged template selects it (SEMANTICS.md §5).
+
+    ``platform_name`` is ``default`` for a pool without platforms.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="memberships")
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="memberships")
+    platform_name = models.CharField(max_length=128)
+
+    class Meta:
+        ordering = ["pool__name", "platform_name", "node__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "pool", "platform_name"], name="unique_node_pool_platform")
+        ]
+
+    def __str__(self):
+        return f"{self.node.name} in {self.pool.name}/{self.platform_name}"
+
+
+class ConfigRevision(models.Model):
+    """One change to a config type: who, when, why, and the whole type's state after it.
+
+    Revisions are numbered per config type. ``snapshot`` maps every object name of the type to its
+    body, so any revision can be shown, diffed against another, or restored as a new revision.
+    """
+
+    config_type = models.CharField(max_length=32, choices=ConfigType.choices)
+    revision = models.PositiveIntegerField()
+    name = models.CharField(max_length=128, blank=True, help_text="the object changed, if one")
+    action = models.CharField(max_length=16, choices=RevisionAction.choices)
+    username = models.CharField(max_length=150, blank=True)
+    origin = models.CharField(max_length=16, choices=ChangeOrigin.choices, default=ChangeOrigin.SYSTEM)
+    created_at = models.DateTimeField(auto_now_add=True)
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    snapshot = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["config_type", "-revision"]
+        constraints = [
+            models.UniqueConstraint(fields=["config_type", "revision"], name="unique_revision_per_config_type")
+        ]
+
+    def __str__(self):
+        return f"{self.config_type}:{self.revision}"
+
+
+class UsageSample(models.Model):
+    """GPU usage at one moment, per pool or per GPU product, for the history charts.
+
+    Minute samples are kept for two days; hourly averages of them for 90 days.
+    """
+
+    class Scope(models.TextChoices):
+        POOL = "pool", "Pool"
+        PRODUCT = "product", "GPU product"
+
+    class Resolution(models.TextChoices):
+        MINUTE = "minute", "Minute"
+        HOUR = "hour", "Hour"
+
+    scope = models.CharField(max_length=8, choices=Scope.choices)
+    key = models.CharField(max_length=128, help_text="pool name or GPU product")
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="usage_samples")
+    resolution = models.CharField(max_length=8, choices=Resolution.choices, default=Resolution.MINUTE)
+    at = models.DateTimeField()
+    used = models.FloatField()
+    capacity = models.FloatField()
+    quota_used = models.FloatField(null=True, blank=True)
+    quota_limit = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["scope", "key", "at"]
+        indexes = [models.Index(fields=["scope", "key", "resolution", "at"], name="usage_series")]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key", "backend", "resolution", "at"], name="unique_usage_sample")
+        ]
+
+    def __str__(self):
+        return f"{self.scope} {self.key} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class NodeLabelChange(models.Model):
+    """An audit entry for a node label the console set or removed in the cluster."""
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="label_changes")
+    node_name = models.CharField(max_length=253)
+    key = models.CharField(max_length=317)
+    old_value = models.CharField(max_length=63, null=True, blank=True)
+    new_value = models.CharField(max_length=63, null=True, blank=True, help_text="null: label removed")
+    username = models.CharField(max_length=150, blank=True)
+    origin = models.CharField(max_length=16, choices=ChangeOrigin.choices, default=ChangeOrigin.SYSTEM)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.node_name} {self.key}={self.new_value}"
+
+
+class Lease(models.Model):
+    """A named lock held until ``expires_at``: one sync or one watch per backend at a time, across workers.
+
+    Taken and renewed by single conditional UPDATE/INSERT statements, so it works on SQLite and
+    PostgreSQL alike; a crashed holder's lease simply expires.
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    owner = models.CharField(max_length=200)
+    expires_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.name} held by {self.owner} until {self.expires_at:%H:%M:%S}"

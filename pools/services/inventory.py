@@ -1,0 +1,659 @@
+"""Inventory writes: membership, full sync, watch events, leases and node labels.
+
+A full sync and a watch apply their changes through the same upsert path; both compare an object's
+version (``resourceVersion`` from a live API, a digest otherwise) with the stored one and write only
+what changed, in one transaction. Membership is recomputed only for the nodes that changed, since
+pods never change membership.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from pools import selectors
+from pools.choices import BackendKind
+from pools.configs import ConfigError, NotFound
+from pools.engine.membership import node_availability, node_matches_pod_spec
+from pools.inventory.records import Inventory, InventoryError, node_record, pod_record
+from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for
+from pools.models import Backend, Lease, Node, NodeLabelChange, NodeMembership, Pod, PoolPodUsage
+
+from .actors import Actor
+from .bulk import upsert_rows
+
+logger = logging.getLogger(__name__)
+
+NODE_FIELDS = (
+    "labels",
+    "taints",
+    "conditions",
+    "unschedulable",
+    "allocatable",
+    "gpu_product",
+    "cpu",
+    "memory",
+    "storage",
+    "gpu",
+    "mig_devices",
+    "gpu_replicas",
+    "resource_version",
+)
+POD_FIELDS = (
+    "uid",
+    "node_name",
+    "phase",
+    "labels",
+    "pool_name",
+    "preemptible",
+    "cpu",
+    "memory",
+    "storage",
+    "gpu",
+    "mig_devices",
+    "resource_version",
+)
+CHUNK = 2000
+PING_SECONDS = 20
+
+
+# --- membership ----------------------------------------------------------------------------------------
+
+
+def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None = None) -> None:
+    """Recompute availability and node↔(pool, platform) membership (SEMANTICS.md §5) of a backend's nodes.
+
+    With ``node_names`` only those nodes are looked at (a sync or a watch event changed them); without,
+    every node (a config change). Writes only the rows that changed.
+    """
+    nodes = Node.objects.filter(backend=backend).only(
+        "id", "name", "labels", "taints", "conditions", "unschedulable", "available", "unavailable_reason"
+    )
+    if node_names is not None:
+        names = list(set(node_names))
+        if not names:
+            return
+        nodes = [node for chunk in _chunks(names) for node in nodes.filter(name__in=chunk)]
+    else:
+        nodes = list(nodes)
+    rules = backend.node_conditions or None
+    changed_nodes = []
+    for node in nodes:
+        state = node_availability(conditions=node.conditions, unschedulable=node.unschedulable, rules=rules)
+        if state != (node.available, node.unavailable_reason):
+            node.available, node.unavailable_reason = state
+            changed_nodes.append(node)
+    if changed_nodes:
+        Node.objects.bulk_update(changed_nodes, ["available", "unavailable_reason"], batch_size=500)
+
+    wanted = {
+        (node.id, pool.id, platform_name)
+        for pool, platform_name, spec in selectors.platform_selection_specs(backend=backend)
+        for node in nodes
+        if node_matches_pod_spec(labels=node.labels, taints=node.taints, pod_spec=spec, node_name=node.name)
+    }
+    existing_rows = NodeMembership.objects.filter(node__backend=backend)
+    if node_names is not None:
+        node_ids = [node.id for node in nodes]
+        existing_rows = [
+            row
+            for chunk in _chunks(node_ids)
+            for row in existing_rows.filter(node_id__in=chunk).values_list("pk", "node_id", "pool_id", "platform_name")
+        ]
+    else:
+        existing_rows = existing_rows.values_list("pk", "node_id", "pool_id", "platform_name")
+    existing = {(node_id, pool_id, platform): pk for pk, node_id, pool_id, platform in existing_rows}
+    stale = [pk for key, pk in existing.items() if key not in wanted]
+    for chunk in _chunks(stale):
+        NodeMembership.objects.filter(pk__in=chunk).delete()
+    NodeMembership.objects.bulk_create(
+        [NodeMembership(node_id=n, pool_id=p, platform_name=name) for n, p, name in wanted - existing.keys()],
+        batch_size=1000,
+    )
+    if node_names is None:  # memberships of pools that moved to another backend
+        NodeMembership.objects.filter(node__backend=backend).exclude(pool__backend=backend).delete()
+
+
+def node_pool_names(backend: Backend, nodes: list[dict]) -> dict[str, list[str]]:
+    """For Kubernetes node objects not yet stored: the pools each would belong to (by name)."""
+    specs = list(selectors.platform_selection_specs(backend=backend))
+    result: dict[str, list[str]] = {}
+    for obj in nodes:
+        record = node_record(obj, [])
+        if record is None:
+            continue
+        result[record.name] = sorted(
+            {
+                pool.name
+                for pool, _, spec in specs
+                if node_matches_pod_spec(
+                    labels=record.labels, taints=record.taints, pod_spec=spec, node_name=record.name
+                )
+            }
+        )
+    return result
+
+
+# --- leases ------------------------------------------------------------------------------------------------
+
+
+def lease_acquire(*, name: str, owner: str, seconds: float) -> bool:
+    """Take or renew the lease ``name`` for ``seconds``; False while someone else holds it."""
+    now = timezone.now()
+    until = now + timedelta(seconds=seconds)
+    if (
+        Lease.objects.filter(name=name)
+        .filter(Q(expires_at__lt=now) | Q(owner=owner))
+        .update(owner=owner, expires_at=until)
+    ):
+        return True
+    try:
+        with transaction.atomic():
+            Lease.objects.create(name=name, owner=owner, expires_at=until)
+        return True
+    except IntegrityError:
+        return False
+
+
+def lease_release(*, name: str, owner: str) -> None:
+    Lease.objects.filter(name=name, owner=owner).delete()
+
+
+# --- writing nodes and pods -------------------------------------------------------------------------------
+
+
+def _chunks(items: list, size: int = CHUNK):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _upsert(model, backend: Backend, rows: list[dict], key_fields: tuple[str, ...], fields: tuple[str, ...]) -> None:
+    upsert_rows(
+        model,
+        [{"backend_id": backend.pk, **row} for row in rows],
+        unique_fields=["backend", *key_fields],
+        update_fields=list(fields),
+    )
+
+
+def _delete(model, backend: Backend, keys: list, key_fields: tuple[str, ...]) -> None:
+    if len(key_fields) == 1:
+        for chunk in _chunks(keys):
+            model.objects.filter(backend=backend, **{f"{key_fields[0]}__in": chunk}).delete()
+        return
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, name in keys:
+        by_namespace.setdefault(namespace, []).append(name)
+    for namespace, names in by_namespace.items():
+        for chunk in _chunks(names):
+            model.objects.filter(backend=backend, namespace=namespace, name__in=chunk).delete()
+
+
+def _pod_contributions(backend: Backend, keys: list) -> dict[tuple[str, str], dict]:
+    """The stored state of the given pods: version, node, pool label, priority and requests, by key.
+
+    Looked up by (namespace, name), which the unique index covers, in one query per chunk.
+    """
+    result = {}
+    for chunk in _chunks(list(set(keys))):
+        by_namespace: dict[str, list[str]] = defaultdict(list)
+        for namespace, name in chunk:
+            by_namespace[namespace].append(name)
+        condition = Q()
+        for namespace, names in by_namespace.items():
+            condition |= Q(namespace=namespace, name__in=names)
+        rows = Pod.objects.filter(condition, backend=backend).values(
+            "namespace",
+            "name",
+            "resource_version",
+            "node_name",
+            "pool_name",
+            "preemptible",
+            "cpu",
+            "memory",
+            "storage",
+            "gpu",
+        )
+        for row in rows:
+            result[(row["namespace"], row["name"])] = row
+    return result
+
+
+USAGE_FIELDS = {"cpu_used": "cpu", "memory_used": "memory", "storage_used": "storage", "gpu_used": "gpu"}
+
+
+def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iterable[dict]) -> None:
+    """Move stored usage by what pods stopped adding (``removed``) and started adding (``added``).
+
+    A watch batch changes a few hundred pods of a cluster with hundreds of thousands; adding their
+    difference costs two statements (one for the nodes, one for the pool labels), where recomputing a pool
+    label's sum would read all its pods. A full sync recomputes everything now and then.
+    """
+    nodes: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    pools: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    for sign, rows in ((-1, removed), (1, added)):
+        for row in rows:
+            if row["node_name"]:
+                for field, source in USAGE_FIELDS.items():
+                    nodes[row["node_name"]][field] += sign * Decimal(row[source])
+            if row["pool_name"]:
+                gpu = sign * Decimal(row["gpu"])
+                pools[row["pool_name"]][0] += gpu
+                if not row["preemptible"]:
+                    pools[row["pool_name"]][1] += gpu
+    node_rows = [
+        (name, d["cpu_used"], int(d["memory_used"]), int(d["storage_used"]), d["gpu_used"])
+        for name, d in nodes.items()
+        if any(d.values())
+    ]
+    pool_rows = [(name, gpu, quota) for name, (gpu, quota) in pools.items() if gpu or quota]
+    with connection.cursor() as cursor:
+        for chunk in _chunks(node_rows, 500):
+            # One statement for the batch: a table of deltas joined by node name (PostgreSQL and SQLite).
+            values = ", ".join(
+                ["(%s, CAST(%s AS DECIMAL), CAST(%s AS BIGINT), CAST(%s AS BIGINT), CAST(%s AS DECIMAL))"] * len(chunk)
+            )
+            table = Node._meta.db_table
+            sets = ", ".join(
+                f"{column} = {column} + (SELECT d.{column} FROM delta d WHERE d.name = {table}.name)"
+                for column in USAGE_FIELDS
+            )
+            cursor.execute(
+                f"WITH delta (name, cpu_used, memory_used, storage_used, gpu_used) AS (VALUES {values}) "
+                f"UPDATE {table} SET {sets} WHERE backend_id = %s AND name IN (SELECT name FROM delta)",
+                [value for row in chunk for value in row] + [backend.pk],
+            )
+        for chunk in _chunks(pool_rows, 500):
+            table = PoolPodUsage._meta.db_table
+            values = ", ".join(["(%s, %s, CAST(%s AS DECIMAL), CAST(%s AS DECIMAL))"] * len(chunk))
+            cursor.execute(
+                f"INSERT INTO {table} (backend_id, pool_name, gpu, gpu_quota) VALUES {values} "
+                f"ON CONFLICT (backend_id, pool_name) DO UPDATE SET gpu = {table}.gpu + excluded.gpu, "
+                f"gpu_quota = {table}.gpu_quota + excluded.gpu_quota",
+                [value for name, gpu, quota in chunk for value in (backend.pk, name, gpu, quota)],
+            )
+
+
+def usage_refresh(*, backend: Backend, node_names: set[str] | None = None, pool_names: set[str] | None = None) -> None:
+    """Recompute the stored usage of these nodes and pool labels (all of the backend's when None) from its pods.
+
+    Nodes keep the requests of the pods bound to them; ``PoolPodUsage`` keeps each pool label's GPUs.
+    Reads then cost a few thousand rows instead of a scan of every pod.
+    """
+    pods = Pod.objects.filter(backend=backend).order_by()
+    nodes = Node.objects.filter(backend=backend).only(
+        "id", "name", "cpu_used", "memory_used", "storage_used", "gpu_used"
+    )
+    fields = ("cpu_used", "memory_used", "storage_used", "gpu_used")
+    if node_names is None or node_names:
+        selected_pods = pods.exclude(node_name="")
+        if node_names is not None:
+            names = [name for name in node_names if name]
+            nodes = [node for chunk in _chunks(names) for node in nodes.filter(name__in=chunk)]
+            selected_pods = selected_pods.filter(node_name__in=names)
+        sums = {
+            row["node_name"]: row
+            for row in selected_pods.values("node_name").annotate(
+                cpu_used=Sum("cpu"), memory_used=Sum("memory"), storage_used=Sum("storage"), gpu_used=Sum("gpu")
+            )
+        }
+        changed = []
+        for node in nodes:
+            row = sums.get(node.name, {})
+            values = {field: row.get(field) or 0 for field in fields}
+            if any(getattr(node, field) != values[field] for field in fields):
+                changed.append({"backend_id": backend.pk, "name": node.name, **values})
+        upsert_rows(Node, changed, unique_fields=["backend", "name"], update_fields=list(fields))
+    if pool_names is None or pool_names:
+        labelled = pods.exclude(pool_name="")
+        stale = PoolPodUsage.objects.filter(backend=backend)
+        if pool_names is not None:
+            names = [name for name in pool_names if name]
+            labelled = labelled.filter(pool_name__in=names)
+            stale = stale.filter(pool_name__in=names)
+        rows = labelled.values("pool_name").annotate(total=Sum("gpu"), quota=Sum("gpu", filter=Q(preemptible=False)))
+        stale.delete()
+        PoolPodUsage.objects.bulk_create(
+            [
+                PoolPodUsage(
+                    backend=backend, pool_name=row["pool_name"], gpu=row["total"] or 0, gpu_quota=row["quota"] or 0
+                )
+                for row in rows
+            ]
+        )
+
+
+def _stored_versions(model, backend: Backend, key_fields: tuple[str, ...]) -> dict:
+    rows = model.objects.filter(backend=backend).values_list(*key_fields, "resource_version")
+    if len(key_fields) == 1:
+        return dict(rows.iterator(chunk_size=5000))
+    return {(namespace, name): version for namespace, name, version in rows.iterator(chunk_size=5000)}
+
+
+def _node_row(record) -> dict:
+    return {"name": record.name, **record.node_fields()}
+
+
+def _pod_row(record, backend: Backend) -> dict:
+    return {
+        "namespace": record.namespace,
+        "name": record.name,
+        **record.pod_fields(backend.pool_label, backend.priority_label),
+    }
+
+
+def _mark_contact(backend: Backend, **fields) -> None:
+    Backend.objects.filter(pk=backend.pk).update(last_heartbeat=timezone.now(), **fields)
+
+
+def backend_sync(*, backend: Backend, source=None) -> dict:
+    """Read the backend's whole inventory and make the database match it, in one transaction.
+
+    Only objects whose version changed are written, then membership of the changed nodes. On a source
+    error nothing changes but ``last_sync_error``, and the InventoryError is raised again. Returns counts
+    and the lists' ``resource_versions`` (where a watch continues).
+    """
+    started = time.monotonic()
+    try:
+        inventory = (source or _source(backend)).list_inventory()
+    except InventoryError as exc:
+        Backend.objects.filter(pk=backend.pk).update(last_sync_error=str(exc))
+        raise
+    with transaction.atomic():
+        counts = _apply_inventory(backend, inventory)
+        duration = round(time.monotonic() - started, 3)
+        _mark_contact(
+            backend,
+            last_sync_at=timezone.now(),
+            last_sync_error="",
+            last_sync_duration=duration,
+            last_sync_counts=counts,
+        )
+    for warning in inventory.warnings[:20]:
+        logger.warning("backend %s: %s", backend.name, warning)
+    return {**counts, "duration": duration, "resource_versions": inventory.resource_versions}
+
+
+def _apply_inventory(backend: Backend, inventory: Inventory) -> dict:
+    """Write the objects whose version differs from the stored one, delete those no longer listed."""
+    warnings = inventory.warnings
+    trusted = inventory.trusted_versions
+    listed_nodes, listed_pods = inventory.keyed_nodes(), inventory.keyed_pods()
+    counts = {"nodes": len(listed_nodes), "pods": len(listed_pods)}
+
+    stored = _stored_versions(Node, backend, ("name",))
+    rows = []
+    for name, (version, obj) in listed_nodes.items():
+        if stored.get(name) != version:
+            record = node_record(obj, warnings, trust_resource_version=trusted)
+            if record:
+                rows.append(_node_row(record))
+    gone = [name for name in stored if name not in listed_nodes]
+    _delete(Node, backend, gone, ("name",))
+    _upsert(Node, backend, rows, ("name",), NODE_FIELDS)
+    counts["nodes_changed"] = {
+        "created": sum(r["name"] not in stored for r in rows),
+        "updated": sum(r["name"] in stored for r in rows),
+        "deleted": len(gone),
+    }
+    if rows:
+        membership_recompute(backend=backend, node_names=[r["name"] for r in rows])
+
+    touched_nodes = {r["name"] for r in rows}
+    stored = _stored_versions(Pod, backend, ("namespace", "name"))
+    rows = []
+    for key, (version, obj) in listed_pods.items():
+        if stored.get(key) != version:
+            record = pod_record(obj, warnings, trust_resource_version=trusted)
+            if record:
+                rows.append(_pod_row(record, backend))
+    gone = [key for key in stored if key not in listed_pods]
+    small_change = len(rows) + len(gone) <= max(1000, len(listed_pods) // 5)
+    changed_keys = [(r["namespace"], r["name"]) for r in rows if (r["namespace"], r["name"]) in stored] + gone
+    before = _pod_contributions(backend, changed_keys) if small_change else {}
+    _delete(Pod, backend, gone, ("namespace", "name"))
+    _upsert(Pod, backend, rows, ("namespace", "name"), POD_FIELDS)
+    counts["pods_changed"] = {
+        "created": sum((r["namespace"], r["name"]) not in stored for r in rows),
+        "updated": sum((r["namespace"], r["name"]) in stored for r in rows),
+        "deleted": len(gone),
+    }
+    counts["warnings"] = len(warnings)
+    if not small_change:
+        usage_refresh(backend=backend)  # most of it changed: one pass over everything is cheaper
+    else:
+        usage_apply_deltas(backend=backend, removed=before.values(), added=rows)
+        if touched_nodes:  # new or changed nodes may have pods already: count theirs from scratch, last
+            usage_refresh(backend=backend, node_names=touched_nodes, pool_names=set())
+    return counts
+
+
+def _source(backend: Backend):
+    if backend.kind != BackendKind.SIMULATED:
+        return source_for(backend)
+    return source_for(backend, pool_labels=lambda nodes: node_pool_names(backend, nodes))
+
+
+# --- watch ------------------------------------------------------------------------------------------------
+
+
+def _newer(incoming: str, stored: str | None) -> bool:
+    """Whether an event's version is newer than the stored one; unknown orders count as newer."""
+    if stored is None:
+        return True
+    if incoming.isdigit() and stored.isdigit():
+        return int(incoming) > int(stored)
+    return incoming != stored
+
+
+def watch_events_apply(
+    *, backend: Backend, events: list[WatchEvent], tombstones: dict | None = None, trusted_versions: bool = True
+) -> dict:
+    """Apply a batch of watch events in one transaction; duplicates and stale events change nothing.
+
+    The last event per object in the batch wins. With versions from a live API, an event older than
+    what is stored, or than a deletion already seen (``tombstones``), is skipped, so replays and
+    out-of-order delivery converge to what a fresh list would give.
+    """
+    tombstones = tombstones if tombstones is not None else {}
+    latest: dict[tuple[str, object], WatchEvent] = {}
+    warnings: list[str] = []
+    for event in events:
+        if event.type not in ("ADDED", "MODIFIED", "DELETED"):
+            continue
+        metadata = event.object.get("metadata") or {}
+        if not metadata.get("name"):
+            continue
+        key = metadata["name"] if event.kind == "nodes" else (metadata.get("namespace") or "default", metadata["name"])
+        latest[(event.kind, key)] = event
+    counts = {"nodes": 0, "pods": 0, "skipped": 0}
+    with transaction.atomic():
+        for kind, model, key_fields in (("nodes", Node, ("name",)), ("pods", Pod, ("namespace", "name"))):
+            mine = {key: event for (k, key), event in latest.items() if k == kind}
+            if not mine:
+                continue
+            if kind == "pods":
+                before = _pod_contributions(backend, list(mine))
+                stored = {key: row["resource_version"] for key, row in before.items()}
+            else:
+                before, stored = {}, _node_versions(backend, list(mine))
+            upserts, deletes = [], []
+            for key, event in mine.items():
+                version = event.resource_version
+                if (
+                    trusted_versions
+                    and version
+                    and not (_newer(version, stored.get(key)) and _newer(version, tombstones.get((kind, key))))
+                ):
+                    counts["skipped"] += 1
+                    continue
+                if event.type == "DELETED":
+                    deletes.append(key)
+                    if version:
+                        tombstones[(kind, key)] = version
+                    continue
+                if kind == "nodes":
+                    record = node_record(event.object, warnings, trust_resource_version=trusted_versions)
+                    if record:
+                        upserts.append(_node_row(record))
+                else:
+                    record = pod_record(event.object, warnings, trust_resource_version=trusted_versions)
+                    if record is None:  # it terminated: same as deleted
+                        deletes.append(key)
+                    else:
+                        upserts.append(_pod_row(record, backend))
+            _delete(model, backend, [k for k in deletes if k in stored], key_fields)
+            _upsert(model, backend, upserts, key_fields, NODE_FIELDS if kind == "nodes" else POD_FIELDS)
+            counts[kind] = len(upserts) + len(deletes)
+            if kind == "nodes" and upserts:
+                membership_recompute(backend=backend, node_names=[row["name"] for row in upserts])
+                usage_refresh(backend=backend, node_names={row["name"] for row in upserts}, pool_names=set())
+            if kind == "pods" and (upserts or deletes):
+                written = [*deletes, *((r["namespace"], r["name"]) for r in upserts)]
+                usage_apply_deltas(
+                    backend=backend, removed=[before[key] for key in written if key in before], added=upserts
+                )
+        _mark_contact(backend)
+    for warning in warnings[:20]:
+        logger.warning("backend %s: %s", backend.name, warning)
+    return counts
+
+
+def _node_versions(backend: Backend, names: list[str]) -> dict[str, str]:
+    """Stored versions of the named nodes, in one query per chunk of names."""
+    result = {}
+    for chunk in _chunks(names):
+        result.update(Node.objects.filter(backend=backend, name__in=chunk).values_list("name", "resource_version"))
+    return result
+
+
+def backend_watch(
+    *, backend: Backend, stop: threading.Event, owner: str, lease_seconds: float = 60, on_batch=None, source=None
+) -> None:
+    """List, then apply watch events until ``stop``; relist on 410, retry when the source is unreachable.
+
+    One watcher per backend: the lease ``watch:<id>`` is held and renewed while watching. A failed
+    contact is recorded in ``last_sync_error`` and the last good inventory stays as it is.
+    """
+    lease = f"watch:{backend.pk}"
+    source = source or _source(backend)
+    trusted = isinstance(source, KubernetesSource)
+    failures = 0
+    while not stop.is_set():
+        if not lease_acquire(name=lease, owner=owner, seconds=lease_seconds):
+            stop.wait(lease_seconds / 4)
+            continue
+        inner = threading.Event()
+        try:
+            versions = backend_sync(backend=backend, source=source)["resource_versions"]
+            failures = 0
+            tombstones: dict = {}
+            renewed = contact = time.monotonic()
+            for batch in source.watch(versions, inner):
+                if stop.is_set():
+                    break
+                if time.monotonic() - renewed > lease_seconds / 3:
+                    if not lease_acquire(name=lease, owner=owner, seconds=lease_seconds):
+                        break
+                    renewed = time.monotonic()
+                events = [item for item in batch if isinstance(item, WatchEvent)]
+                problems = [item for item in batch if isinstance(item, SourceStatus) and not item.ok]
+                if problems:
+                    Backend.objects.filter(pk=backend.pk).update(last_sync_error=problems[-1].error)
+                changes = [e for e in events if e.type != "BOOKMARK"]
+                if changes:
+                    counts = watch_events_apply(
+                        backend=backend, events=changes, tombstones=tombstones, trusted_versions=trusted
+                    )
+                    if on_batch:
+                        on_batch(counts)
+                if events and not problems:
+                    contact = time.monotonic()
+                    if not changes:  # bookmarks only: the API server is there
+                        _mark_contact(backend)
+                elif time.monotonic() - contact > PING_SECONDS:
+                    # A quiet cluster sends no events (and bookmarks rarely): ask, so the pool stays ONLINE.
+                    source.ping()
+                    _mark_contact(backend, last_sync_error="")
+                    contact = time.monotonic()
+        except WatchExpired as exc:
+            logger.info("backend %s: %s; listing again", backend.name, exc)
+        except InventoryError as exc:
+            failures += 1
+            logger.warning("backend %s: %s", backend.name, exc)
+            stop.wait(min(30, 2**failures))
+        except DatabaseError as exc:  # a busy or restarted database: the next list repairs any gap
+            failures += 1
+            logger.warning("backend %s: database error while watching: %s", backend.name, exc)
+            close_old_connections()
+            stop.wait(min(30, 2**failures))
+        finally:
+            inner.set()
+    lease_release(name=lease, owner=owner)
+
+
+# --- node labels -------------------------------------------------------------------------------------------
+
+LABEL_KEY = re.compile(
+    r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def node_label(
+    *, node: str, key: str, value: str | None, actor: Actor, overwrite: bool = False, backend: str | None = None
+) -> NodeLabelChange:
+    """Set (or with ``value=None`` remove) a label on a node in its cluster, and leave an audit entry.
+
+    Like ``kubectl label``: changing an existing value needs ``overwrite``. Refused, with the reason,
+    when the node's backend is not a writable Kubernetes backend.
+    """
+    nodes = Node.objects.select_related("backend").filter(name=node)
+    if backend:
+        nodes = nodes.filter(backend__name=backend)
+    found = list(nodes)
+    if not found:
+        raise NotFound(f"node '{node}' does not exist" + (f" in backend '{backend}'" if backend else ""))
+    if len(found) > 1:
+        names = ", ".join(sorted(n.backend.name for n in found))
+        raise ConfigError(f"node '{node}' exists in several backends ({names}); choose one with --backend")
+    target = found[0]
+    if target.backend.kind != BackendKind.KUBERNETES or not target.backend.writable:
+        raise ConfigError(
+            f"backend '{target.backend.name}' is not writable: node labels can only be changed on a "
+            "kubernetes backend with writable: true"
+        )
+    if len(key) > 317 or not LABEL_KEY.match(key):
+        raise ConfigError(f"'{key}' is not a valid label key")
+    if value is not None and not LABEL_VALUE.match(value):
+        raise ConfigError(f"'{value}' is not a valid label value (63 characters at most: letters, digits, '-_.')")
+    old = target.labels.get(key)
+    if value is None and old is None:
+        raise ConfigError(f"node '{node}' has no label '{key}'")
+    if value is not None and old is not None and old != value and not overwrite:
+        raise ConfigError(f"node '{node}' already has {key}={old}; use --overwrite to change it")
+    source = source_for(target.backend)
+    updated = source.patch_node_labels(target.name, {key: value})
+    with transaction.atomic():
+        change = NodeLabelChange.objects.create(
+            backend=target.backend,
+            node_name=target.name,
+            key=key,
+            old_value=old,
+            new_value=value,
+            username=actor.username,
+            origin=actor.origin,
+        )
+        watch_events_apply(backend=target.backend, events=[WatchEvent("MODIFIED", "nodes", updated)])
+    return change

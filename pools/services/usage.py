@@ -1,0 +1,90 @@
+"""Usage history: a sample per pool and per GPU product each minute, compacted to hourly averages.
+
+Minute samples are kept for two days, hourly ones for 90 days (``usage_history_compact``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Avg
+from django.db.models.functions import TruncHour
+from django.utils import timezone
+
+from pools import selectors
+from pools.models import UsageSample
+
+MINUTE_RETENTION = timedelta(days=2)
+HOUR_RETENTION = timedelta(days=90)
+
+
+def usage_sample_record(*, at: datetime | None = None) -> int:
+    """Store this minute's sample of every pool and GPU product (once per minute; repeats are ignored)."""
+    at = (at or timezone.now()).replace(second=0, microsecond=0)
+    samples = [
+        UsageSample(
+            scope=UsageSample.Scope.POOL,
+            key=row["name"],
+            backend_id=row["backend_id"],
+            at=at,
+            used=row["gpu"]["total_usage"],
+            capacity=row["gpu"]["total_capacity"],
+            quota_used=row["gpu"]["quota_used"],
+            quota_limit=row["gpu"]["quota_limit"],
+        )
+        for row in selectors.pool_list(with_ids=True)
+    ]
+    samples += [
+        UsageSample(
+            scope=UsageSample.Scope.PRODUCT,
+            key=row["gpu_product"],
+            backend_id=row["backend_id"],
+            at=at,
+            used=row["used"],
+            capacity=row["capacity"],
+        )
+        for row in selectors.gpu_product_usage()
+    ]
+    UsageSample.objects.bulk_create(samples, ignore_conflicts=True, batch_size=1000)
+    return len(samples)
+
+
+def usage_history_compact(*, now: datetime | None = None) -> dict:
+    """Average finished hours of minute samples into hourly ones; drop samples past their retention."""
+    now = now or timezone.now()
+    this_hour = now.replace(minute=0, second=0, microsecond=0)
+    minutes = UsageSample.objects.filter(
+        resolution=UsageSample.Resolution.MINUTE, at__lt=this_hour, at__gte=this_hour - MINUTE_RETENTION
+    )
+    hourly = (
+        minutes.annotate(hour=TruncHour("at"))
+        .values("scope", "key", "backend_id", "hour")
+        .annotate(
+            used=Avg("used"), capacity=Avg("capacity"), quota_used=Avg("quota_used"), quota_limit=Avg("quota_limit")
+        )
+    )
+    created = UsageSample.objects.bulk_create(
+        [
+            UsageSample(
+                scope=row["scope"],
+                key=row["key"],
+                backend_id=row["backend_id"],
+                resolution=UsageSample.Resolution.HOUR,
+                at=row["hour"],
+                used=row["used"],
+                capacity=row["capacity"],
+                quota_used=row["quota_used"],
+                quota_limit=row["quota_limit"],
+            )
+            for row in hourly
+        ],
+        ignore_conflicts=True,
+        batch_size=1000,
+    )
+    expired_minutes, _ = UsageSample.objects.filter(
+        resolution=UsageSample.Resolution.MINUTE, at__lt=now - MINUTE_RETENTION
+    ).delete()
+    expired_hours, _ = UsageSample.objects.filter(
+        resolution=UsageSample.Resolution.HOUR, at__lt=now - HOUR_RETENTION
+    ).delete()
+    return {"hourly": len(created), "expired": expired_minutes + expired_hours}

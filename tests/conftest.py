@@ -1,0 +1,75 @@
+"""Shared fixtures: running poolctl like an operator, loading the demo, building small clusters."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from pools import services
+from pools.choices import ConfigType
+from pools.models import Backend
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def poolctl(db):
+    """Run ``manage.py poolctl ...`` in-process; returns exit code, stdout and stderr."""
+
+    def run(*args: str) -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            call_command("poolctl", *args, stdout=out, stderr=err)
+            code = 0
+        except CommandError as exc:
+            err.write(f"Error: {exc}\n")
+            code = exc.returncode
+        except SystemExit as exc:
+            code = exc.code
+        return Result(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def demo(db):
+    """The demo configuration of `make run`, with its file backends synced."""
+    assert services.demo_install()
+
+
+@pytest.fixture
+def actor():
+    return services.Actor("tester")
+
+
+@pytest.fixture
+def cluster(db, tmp_path, actor):
+    """A file backend over a Kubernetes List the test writes; call it with items, it syncs and returns the backend."""
+
+    def make(items, *, name="test-cluster", node_conditions=None):
+        from kube_objects import write_list
+
+        path = write_list(tmp_path / f"{name}.json", items)
+        body = {"kind": "file", "source": str(path)}
+        if node_conditions is not None:
+            body["node_conditions"] = node_conditions
+        services.config_apply(changes={ConfigType.BACKEND: {name: body}}, actor=actor)
+        backend = Backend.objects.get(name=name)
+        services.backend_sync(backend=backend)
+        backend.refresh_from_db()
+        return backend
+
+    return make
