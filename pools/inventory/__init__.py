@@ -1,0 +1,1 @@
+"""Cluster inventory: sources that yield Kubernetes-shaped nodes and pods, read into records for sync."""

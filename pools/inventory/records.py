@@ -1,0 +1,286 @@
+"""Reading Kubernetes node and pod objects into the few fields accounting and membership need.
+
+Pure functions, no Django. Real clusters send odd things (missing status, ``1.5k`` or ``100m`` GPUs,
+unknown resources): a bad value is skipped with a warning, a bad object is skipped with a warning, and
+nothing here raises on cluster data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from pools.engine.accounting import TERMINATED_PHASES, pod_resource_requests
+from pools.engine.errors import QuantityError
+from pools.engine.quantities import parse_quantity
+
+GPU = "nvidia.com/gpu"
+MIG_PREFIX = "nvidia.com/mig-"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+PREEMPTIBLE_PRIORITY = "LOW"
+
+
+class InventoryError(Exception):
+    """The inventory could not be read at all (unreachable cluster, unreadable file)."""
+
+
+def object_version(obj: dict, *, trust_resource_version: bool) -> str:
+    """What sync compares to decide whether an object changed.
+
+    The API server changes ``resourceVersion`` on every change, so a live source trusts it; a file or a
+    generated fleet may repeat one, so there a digest of the whole object stands in for it.
+    """
+    if trust_resource_version:
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            return str(version)
+    digest = hashlib.blake2b(json.dumps(obj, sort_keys=True, default=str).encode(), digest_size=12)
+    return "h:" + digest.hexdigest()
+
+
+def _quantity(value: Any, what: str, warnings: list[str]) -> Decimal:
+    if value is None:
+        return Decimal(0)
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        warnings.append(f"{what}: {value!r} is not a quantity; counted as 0")
+        return Decimal(0)
+
+
+@dataclass(slots=True)
+class NodeRecord:
+    name: str
+    labels: dict
+    taints: list
+    conditions: list
+    unschedulable: bool
+    allocatable: dict
+    cpu: Decimal
+    memory: int
+    storage: int
+    gpu: Decimal
+    mig_devices: dict
+    gpu_replicas: int
+    resource_version: str = ""
+
+    @property
+    def gpu_product(self) -> str:
+        return self.labels.get(GPU_PRODUCT_LABEL, "")
+
+    def node_fields(self) -> dict:
+        """The Node model's synced fields."""
+        return {
+            "labels": self.labels,
+            "taints": self.taints,
+            "conditions": self.conditions,
+            "unschedulable": self.unschedulable,
+            "allocatable": self.allocatable,
+            "gpu_product": self.gpu_product,
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "storage": self.storage,
+            "gpu": self.gpu,
+            "mig_devices": self.mig_devices,
+            "gpu_replicas": self.gpu_replicas,
+            "resource_version": self.resource_version,
+        }
+
+
+@dataclass(slots=True)
+class PodRecord:
+    namespace: str
+    name: str
+    uid: str
+    node_name: str
+    phase: str
+    labels: dict
+    cpu: Decimal
+    memory: int
+    storage: int
+    gpu: Decimal
+    mig_devices: dict = field(default_factory=dict)
+    resource_version: str = ""
+
+    def pod_fields(self, pool_label: str, priority_label: str) -> dict:
+        """The Pod model's synced fields; the pool and priority come from the backend's label keys."""
+        return {
+            "uid": self.uid,
+            "node_name": self.node_name,
+            "phase": self.phase,
+            "labels": self.labels,
+            "pool_name": self.labels.get(pool_label, ""),
+            "preemptible": self.labels.get(priority_label, "").upper() == PREEMPTIBLE_PRIORITY,
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "storage": self.storage,
+            "gpu": self.gpu,
+            "mig_devices": self.mig_devices,
+            "resource_version": self.resource_version,
+        }
+
+
+@dataclass
+class Inventory:
+    """What a source returned: Kubernetes node and pod objects, warnings, and each list's resourceVersion.
+
+    Objects stay as (narrowly decoded) dicts; sync turns into records only the ones whose version
+    changed, so a resync of a large, mostly unchanged cluster parses almost nothing. With
+    ``trusted_versions`` an object's ``resourceVersion`` says whether it changed (a live API server);
+    otherwise a digest of the object does. ``resource_versions`` (``{"nodes": ..., "pods": ...}``) is
+    where a watch of each kind starts.
+    """
+
+    nodes: list[dict] = field(default_factory=list)
+    pods: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    resource_versions: dict = field(default_factory=dict)
+    trusted_versions: bool = False
+
+    def keyed_nodes(self) -> dict[str, tuple[str, dict]]:
+        """Nodes by name, each with its version."""
+        result = {}
+        for obj in self.nodes:
+            name = (obj.get("metadata") or {}).get("name")
+            if isinstance(name, str) and name:
+                result[name] = (object_version(obj, trust_resource_version=self.trusted_versions), obj)
+            else:
+                self.warnings.append("skipped a node without metadata.name")
+        return result
+
+    def keyed_pods(self) -> dict[tuple[str, str], tuple[str, dict]]:
+        """Non-terminated pods by (namespace, name), each with its version."""
+        result = {}
+        for obj in self.pods:
+            metadata = obj.get("metadata") or {}
+            name = metadata.get("name")
+            if not isinstance(name, str) or not name:
+                self.warnings.append("skipped a pod without metadata.name")
+                continue
+            if ((obj.get("status") or {}).get("phase") or "Pending") in TERMINATED_PHASES:
+                continue
+            key = (str(metadata.get("namespace") or "default"), name)
+            result[key] = (object_version(obj, trust_resource_version=self.trusted_versions), obj)
+        return result
+
+
+def _string_map(value: Any) -> dict:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+
+def node_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = False) -> NodeRecord | None:
+    """A NodeRecord from a Kubernetes Node object, or None (with a warning) if it has no name."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        warnings.append("skipped a node without metadata.name")
+        return None
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    if not status:
+        warnings.append(f"node {name}: no status; it has no resources and no conditions")
+    allocatable = _string_map(status.get("allocatable") or status.get("capacity"))
+    labels = _string_map(metadata.get("labels"))
+    taints = [t for t in spec.get("taints") or [] if isinstance(t, dict) and t.get("key")]
+    conditions = [
+        {
+            "type": str(c.get("type")),
+            "status": str(c.get("status", "Unknown")),
+            "reason": str(c.get("reason") or ""),
+            "message": str(c.get("message") or ""),
+        }
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("type")
+    ]
+    mig = {}
+    for resource, value in allocatable.items():
+        if resource.startswith(MIG_PREFIX):
+            mig[resource[len(MIG_PREFIX) :]] = int(_quantity(value, f"node {name} {resource}", warnings))
+    try:
+        replicas = int(labels.get(GPU_REPLICAS_LABEL) or 0)
+    except ValueError:
+        warnings.append(f"node {name}: label {GPU_REPLICAS_LABEL}={labels[GPU_REPLICAS_LABEL]!r} is not a number")
+        replicas = 0
+    return NodeRecord(
+        name=name,
+        labels=labels,
+        taints=[
+            {"key": str(t["key"]), "value": str(t.get("value") or ""), "effect": str(t.get("effect") or "")}
+            for t in taints
+        ],
+        conditions=conditions,
+        unschedulable=bool(spec.get("unschedulable")),
+        allocatable=allocatable,
+        cpu=_quantity(allocatable.get("cpu"), f"node {name} cpu", warnings),
+        memory=int(_quantity(allocatable.get("memory"), f"node {name} memory", warnings)),
+        storage=int(_quantity(allocatable.get("ephemeral-storage"), f"node {name} ephemeral-storage", warnings)),
+        gpu=_quantity(allocatable.get(GPU), f"node {name} {GPU}", warnings),
+        mig_devices=mig,
+        gpu_replicas=replicas if replicas > 1 else 0,
+        resource_version=object_version(obj, trust_resource_version=trust_resource_version),
+    )
+
+
+def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = False) -> PodRecord | None:
+    """A PodRecord from a Kubernetes Pod object; None for terminated pods and (with a warning) nameless ones."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        warnings.append("skipped a pod without metadata.name")
+        return None
+    namespace = str(metadata.get("namespace") or "default")
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    phase = str(status.get("phase") or "Pending")
+    if phase in TERMINATED_PHASES:
+        return None
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    bad: list[str] = []
+    requests = pod_resource_requests(spec, warnings=bad)
+    warnings.extend(f"pod {namespace}/{name}: {message}" for message in bad)
+    return PodRecord(
+        namespace=namespace,
+        name=name,
+        uid=str(metadata.get("uid") or ""),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=phase,
+        labels=_string_map(metadata.get("labels")),
+        cpu=requests.get("cpu", Decimal(0)),
+        memory=int(requests.get("memory", 0)),
+        storage=int(requests.get("ephemeral-storage", 0)),
+        gpu=requests.get(GPU, Decimal(0)),
+        mig_devices={
+            resource[len(MIG_PREFIX) :]: int(amount.to_integral_value(rounding="ROUND_CEILING"))
+            for resource, amount in requests.items()
+            if resource.startswith(MIG_PREFIX) and amount > 0
+        },
+        resource_version=object_version(obj, trust_resource_version=trust_resource_version),
+    )
+
+
+def inventory_from_list(document: Any) -> Inventory:
+    """An Inventory from a Kubernetes ``List`` (``kubectl get nodes,pods -A -o json``) or a NodeList/PodList."""
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        raise InventoryError("expected a Kubernetes List with 'items'")
+    list_kind = str(document.get("kind") or "")
+    inventory = Inventory()
+    add_objects(inventory, document["items"], default_kind=list_kind.removesuffix("List"))
+    return inventory
+
+
+def add_objects(inventory: Inventory, items: list, *, default_kind: str = "") -> None:
+    """Add Kubernetes objects to ``inventory``, skipping (with a warning) what is not a Node or a Pod."""
+    for index, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            inventory.warnings.append(f"item {index} is not an object; skipped")
+            continue
+        kind = item.get("kind") or default_kind
+        if kind == "Node":
+            inventory.nodes.append(item)
+        elif kind == "Pod":
+            inventory.pods.append(item)

@@ -1,0 +1,60 @@
+"""Prometheus metrics at ``/metrics``: per pool GPU numbers, per backend sync health.
+
+Read at scrape time from the same selectors as every page and ``poolctl``, so the numbers agree.
+"""
+
+from django.http import HttpResponse
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+from . import selectors
+
+POOL_GAUGES = (
+    ("capacity", "total_capacity", "GPUs in the pool's node set (available nodes, each counted once)"),
+    ("usage", "total_usage", "GPUs requested by the pool's non-terminated pods"),
+    ("free", "total_free", "GPUs free in the pool's node set"),
+    ("quota_used", "quota_used", "GPUs of the pool's non-preemptible pods"),
+    ("quota_limit", "quota_limit", "The pool's GPU quota (guarantee, or the node set's capacity)"),
+)
+
+
+class InventoryCollector:
+    """Builds the metric families on every scrape."""
+
+    def collect(self):
+        pools = selectors.pool_list()
+        for name, field, text in POOL_GAUGES:
+            family = GaugeMetricFamily(f"gpupool_pool_gpu_{name}", text, labels=["pool", "backend"])
+            for pool in pools:
+                family.add_metric([pool["name"], pool["backend"]], pool["gpu"][field])
+            yield family
+        status = GaugeMetricFamily("gpupool_pool_status", "1 for the pool's current status", labels=["pool", "status"])
+        for pool in pools:
+            status.add_metric([pool["name"], pool["status"]], 1)
+        yield status
+
+        now = timezone.now()
+        age = GaugeMetricFamily(
+            "gpupool_backend_last_sync_age_seconds", "Seconds since the last successful contact", labels=["backend"]
+        )
+        duration = GaugeMetricFamily(
+            "gpupool_backend_sync_duration_seconds", "Duration of the last full sync", labels=["backend"]
+        )
+        nodes = GaugeMetricFamily("gpupool_backend_nodes", "Nodes by availability", labels=["backend", "state"])
+        errors = GaugeMetricFamily("gpupool_backend_sync_error", "1 while the last contact failed", labels=["backend"])
+        for row in selectors.backend_health():
+            if row["last_heartbeat"]:
+                age.add_metric([row["name"]], (now - row["last_heartbeat"]).total_seconds())
+            if row["last_sync_duration"] is not None:
+                duration.add_metric([row["name"]], row["last_sync_duration"])
+            nodes.add_metric([row["name"], "available"], row["nodes_available"])
+            nodes.add_metric([row["name"], "unavailable"], row["nodes_unavailable"])
+            errors.add_metric([row["name"]], 1 if row["last_sync_error"] else 0)
+        yield from (age, duration, nodes, errors)
+
+
+def metrics_view(request):
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(InventoryCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

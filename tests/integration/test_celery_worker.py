@@ -1,0 +1,100 @@
+"""A real Celery worker with Redis runs the sync task against the test's PostgreSQL database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from celery import Celery
+from django.db import connection
+from kube_objects import node, pod
+from service_checks import service_unavailable
+
+from pools.models import Backend, Node, Pod
+
+pytestmark = pytest.mark.services
+ROOT = Path(__file__).resolve().parents[2]
+BROKER = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def redis_available() -> bool:
+    import redis
+
+    try:
+        return redis.Redis.from_url(BROKER, socket_connect_timeout=2).ping()
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def worker(transactional_db):
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker shares the test database, which needs PostgreSQL (CI runs this on it)")
+    if not redis_available():
+        service_unavailable(f"Redis is not reachable at {BROKER}")
+    import redis
+
+    redis.Redis.from_url(BROKER).flushdb()
+    settings = connection.settings_dict
+    database_url = (
+        f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+    env = {**os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": BROKER, "CELERY_RESULT_BACKEND": BROKER}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--loglevel=WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client = Celery(broker=BROKER, backend=BROKER)
+    try:
+        yield client
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_worker_syncs_a_backend_through_redis(worker, cluster):
+    backend = cluster([node("n1", gpu=8), node("n2", gpu=8), pod("job", node="n1", gpu=3, pool="p")])
+    Pod.objects.all().delete()
+    Node.objects.all().delete()
+    Backend.objects.filter(pk=backend.pk).update(last_sync_at=None)
+
+    started = time.monotonic()
+    result = worker.send_task("pools.tasks.sync_backend", args=[backend.pk]).get(timeout=60)
+
+    assert result["nodes"] == 2 and result["pods"] == 1, result
+    assert set(Node.objects.values_list("name", flat=True)) == {"n1", "n2"}
+    assert Backend.objects.get(pk=backend.pk).last_sync_at is not None
+    assert time.monotonic() - started < 60
+
+
+def test_a_second_sync_of_the_same_backend_is_skipped_while_one_holds_the_lease(worker, cluster):
+    from pools import services
+
+    backend = cluster([node("n1")])
+    assert services.lease_acquire(name=f"sync:{backend.pk}", owner="someone-else", seconds=60)
+    result = worker.send_task("pools.tasks.sync_backend", args=[backend.pk]).get(timeout=60)
+    assert result == {"skipped": "another sync of this backend is running"}

@@ -1,0 +1,36 @@
+"""The narrow wire decoder reads the same records as full JSON, and falls back for odd objects."""
+
+import json
+
+from kube_objects import node, pod
+
+from pools.inventory.records import node_record, pod_record
+from pools.inventory.wire import decode_event, decode_list
+
+
+def test_a_list_page_decodes_to_the_same_records_as_full_json():
+    items = [pod(f"p{i}", node="n1", gpu=1, pool="team-a", init_gpu=2) for i in range(3)]
+    for version, item in enumerate(items, 1):
+        item["metadata"]["resourceVersion"] = str(version)
+    data = json.dumps({"kind": "PodList", "metadata": {"resourceVersion": "42", "continue": "next"},
+                       "items": items}).encode()
+    decoded, version, token = decode_list("pods", data)
+    assert (version, token) == ("42", "next")
+    assert [pod_record(d, [], trust_resource_version=True) for d in decoded] == [
+        pod_record(i, [], trust_resource_version=True) for i in items]
+    assert "image" not in json.dumps(decoded)  # only the fields the product reads are kept
+
+
+def test_odd_types_fall_back_to_full_json_and_are_read_leniently():
+    odd = node("n1", gpu=8)
+    odd["metadata"]["labels"]["nvidia.com/gpu.count"] = 8  # a number where Kubernetes has strings
+    decoded, version, token = decode_list("nodes", json.dumps({"items": [odd], "metadata": {}}).encode())
+    assert (version, token) == ("", "")
+    assert node_record(decoded[0], []).labels["nvidia.com/gpu.count"] == "8"
+
+
+def test_watch_lines_keep_errors_and_bookmarks_whole():
+    error = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}
+    assert decode_event("pods", json.dumps(error).encode()) == error
+    added = decode_event("pods", json.dumps({"type": "ADDED", "object": pod("p", node="n1", gpu=2)}).encode())
+    assert added["type"] == "ADDED" and pod_record(added["object"], []).gpu == 2

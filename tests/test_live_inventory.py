@@ -1,0 +1,202 @@
+"""Live inventory without a cluster: simulated backends, watch events, usage history, metrics, the worker."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from kube_objects import node, pod
+
+from pools import selectors, services
+from pools.choices import ConfigType
+from pools.inventory.sources import SimulatedSource, WatchEvent
+from pools.models import Backend, Node, Pod, PoolPodUsage, UsageSample
+
+
+def usage_snapshot():
+    nodes = sorted(Node.objects.values_list("name", "cpu_used", "memory_used", "storage_used", "gpu_used"))
+    pools = sorted(PoolPodUsage.objects.values_list("pool_name", "gpu", "gpu_quota"))
+    return nodes, pools
+
+
+def simulated_backend(actor, name="sim", **extra):
+    body = {"kind": "simulated", "seed": 3, "size": 30, **extra}
+    services.config_apply(changes={ConfigType.BACKEND: {name: body}}, actor=actor)
+    return Backend.objects.get(name=name)
+
+
+def everything_pool(actor, name="all", backend="sim"):
+    services.config_apply(
+        changes={
+            ConfigType.POD_TEMPLATE: {"anything": {"spec": {"tolerations": [{"operator": "Exists"}]}}},
+            ConfigType.POOL: {name: {"backend": backend, "common_pod_template": ["anything"]}},
+        },
+        actor=actor,
+    )
+
+
+class TestSimulatedBackend:
+    def test_sync_stores_the_fleet_and_pods_carry_the_label_of_a_pool_that_holds_their_node(self, db, actor):
+        backend = simulated_backend(actor)
+        everything_pool(actor)
+        counts = services.backend_sync(backend=backend)
+        assert counts["nodes"] == 30 and counts["pods"] > 30
+        labelled = Pod.objects.exclude(pool_name="")
+        assert labelled.exists() and set(labelled.values_list("pool_name", flat=True)) == {"all"}
+        assert selectors.pool_list()[0]["gpu"]["total_usage"] > 0
+
+    def test_applying_the_fleets_events_gives_what_a_fresh_list_gives(self, db, actor):
+        backend = simulated_backend(actor)
+        everything_pool(actor)
+        clock = {"now": 1_700_000_000.0}
+        source = SimulatedSource(seed=3, size=30, pool_labels={}, clock=lambda: clock["now"])
+        services.backend_sync(backend=backend, source=source)
+        for _ in range(6):  # a minute of changes, applied as a watch applies them
+            since = clock["now"]
+            clock["now"] += 10
+            events = [
+                WatchEvent(e.type, "nodes" if e.object["kind"] == "Node" else "pods", e.object)
+                for e in source.fleet.events(since, clock["now"])
+            ]
+            services.watch_events_apply(backend=backend, events=events, trusted_versions=False)
+        watched = sorted(Pod.objects.values_list("namespace", "name", "phase", "gpu", "resource_version"))
+        watched_nodes = sorted(Node.objects.values_list("name", "available", "resource_version"))
+        kept_usage = usage_snapshot()
+        services.usage_refresh(backend=backend)  # recomputed from scratch, the stored usage is the same
+        assert usage_snapshot() == kept_usage
+
+        counts = services.backend_sync(backend=backend, source=source)
+
+        assert counts["pods_changed"] == {"created": 0, "updated": 0, "deleted": 0}
+        assert counts["nodes_changed"] == {"created": 0, "updated": 0, "deleted": 0}
+        assert sorted(Pod.objects.values_list("namespace", "name", "phase", "gpu", "resource_version")) == watched
+        assert sorted(Node.objects.values_list("name", "available", "resource_version")) == watched_nodes
+
+    @pytest.mark.django_db(transaction=True)
+    def test_the_embedded_worker_keeps_usage_moving(self, actor):
+        backend = simulated_backend(actor)
+        everything_pool(actor)
+        call_command("runworker", seconds=12)
+        backend.refresh_from_db()
+        assert backend.last_heartbeat and timezone.now() - backend.last_heartbeat < timedelta(seconds=30)
+        assert UsageSample.objects.filter(scope="pool", key="all").exists()
+        assert Pod.objects.exists()
+
+
+class TestUsageHistory:
+    def test_a_sample_per_pool_and_per_gpu_product_each_minute(self, cluster, actor):
+        cluster([node("h1", gpu=8), node("l1", gpu=4, product="NVIDIA-L40S"), pod("a", node="h1", gpu=3, pool="p")])
+        services.config_apply(changes={ConfigType.POOL: {"p": {"backend": "test-cluster"}}}, actor=actor)
+        at = timezone.now()
+        services.usage_sample_record(at=at)
+        services.usage_sample_record(at=at)  # the same minute again changes nothing
+        pool = UsageSample.objects.get(scope="pool", key="p")
+        assert (pool.used, pool.capacity, pool.quota_used, pool.quota_limit) == (3, 12, 3, 12)
+        products = dict(UsageSample.objects.filter(scope="product").values_list("key", "used"))
+        assert products == {"NVIDIA-H100-80GB-HBM3": 3, "NVIDIA-L40S": 0}
+
+    def test_minutes_become_hourly_averages_and_expire(self, cluster, actor):
+        backend = cluster([node("h1")])
+        now = timezone.now().replace(minute=30, second=0, microsecond=0)
+        hour = now.replace(minute=0) - timedelta(hours=1)
+        for minute, used in ((0, 2), (10, 4), (20, 6)):
+            UsageSample.objects.create(
+                scope="pool", key="p", backend=backend, at=hour + timedelta(minutes=minute), used=used, capacity=8
+            )
+        UsageSample.objects.create(
+            scope="pool", key="p", backend=backend, at=now - timedelta(days=3), used=1, capacity=8
+        )
+        UsageSample.objects.create(
+            scope="pool", key="p", backend=backend, resolution="hour", at=now - timedelta(days=91), used=1, capacity=8
+        )
+
+        result = services.usage_history_compact(now=now)
+
+        hourly = UsageSample.objects.get(resolution="hour", at=hour)
+        assert (hourly.used, hourly.capacity) == (4, 8)
+        assert result["expired"] == 2
+        services.usage_history_compact(now=now)  # compacting again adds no second hourly sample
+        assert UsageSample.objects.filter(resolution="hour", at=hour).count() == 1
+
+    def test_series_use_minutes_for_two_days_and_hours_beyond(self, cluster):
+        backend = cluster([node("h1")])
+        now = timezone.now().replace(second=0, microsecond=0)
+        UsageSample.objects.create(
+            scope="pool", key="p", backend=backend, at=now - timedelta(minutes=5), used=3, capacity=8
+        )
+        UsageSample.objects.create(
+            scope="pool", key="p", backend=backend, resolution="hour", at=now - timedelta(days=5), used=2, capacity=8
+        )
+        recent = selectors.usage_series(scope="pool", key="p", since=now - timedelta(hours=1))
+        week = selectors.usage_series(scope="pool", key="p", since=now - timedelta(days=7))
+        assert [(r["used"], r["resolution"]) for r in recent] == [(3, "minute")]
+        assert [(r["used"], r["resolution"]) for r in week] == [(2, "hour")]
+
+
+def test_metrics_expose_pool_gpu_numbers_and_backend_health(client, cluster, actor):
+    cluster([node("h1", gpu=8), node("h2", gpu=8, ready="False"), pod("a", node="h1", gpu=3, pool="p")])
+    services.config_apply(changes={ConfigType.POOL: {"p": {"backend": "test-cluster"}}}, actor=actor)
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert 'gpupool_pool_gpu_capacity{backend="test-cluster",pool="p"} 8.0' in text
+    assert 'gpupool_pool_gpu_usage{backend="test-cluster",pool="p"} 3.0' in text
+    assert 'gpupool_pool_status{pool="p",status="ONLINE"} 1.0' in text
+    assert 'gpupool_backend_nodes{backend="test-cluster",state="unavailable"} 1.0' in text
+    assert "gpupool_backend_last_sync_age_seconds" in text and "gpupool_backend_sync_duration_seconds" in text
+
+
+def test_resource_list_reports_mig_devices_by_profile_and_flags_time_slicing(cluster, actor):
+    mig_pod = pod("mig-job", node="mig")
+    mig_pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"] = "2"
+    cluster(
+        [
+            node("mig", gpu=0, extra_allocatable={"nvidia.com/mig-1g.10gb": "7"}),
+            node("sliced", gpu=16, labels={"nvidia.com/gpu.replicas": "4"}),
+            mig_pod,
+        ]
+    )
+    services.config_apply(changes={ConfigType.POOL: {"p": {"backend": "test-cluster"}}}, actor=actor)
+    rows = {row["node"]: row for row in selectors.resource_list(pool="p")}
+    assert rows["mig"]["mig"] == {"1g.10gb": {"used": 2, "capacity": 7}}
+    assert rows["sliced"]["time_sliced"] is True and rows["mig"]["time_sliced"] is False
+
+
+def test_only_one_holder_of_a_lease_at_a_time(db):
+    assert services.lease_acquire(name="sync:1", owner="a", seconds=60)
+    assert not services.lease_acquire(name="sync:1", owner="b", seconds=60)
+    assert services.lease_acquire(name="sync:1", owner="a", seconds=60)  # renewal
+    services.lease_release(name="sync:1", owner="a")
+    assert services.lease_acquire(name="sync:1", owner="b", seconds=60)
+
+
+def test_an_expired_lease_can_be_taken_over(db):
+    assert services.lease_acquire(name="watch:1", owner="crashed", seconds=-1)
+    assert services.lease_acquire(name="watch:1", owner="new", seconds=60)
+
+
+def test_a_stopped_watch_releases_its_lease(db, actor):
+    backend = simulated_backend(actor)
+    stop = threading.Event()
+    threading.Timer(2, stop.set).start()
+    services.backend_watch(backend=backend, stop=stop, owner="first")
+    assert Node.objects.filter(backend=backend).count() == 30
+    assert services.lease_acquire(name=f"watch:{backend.pk}", owner="second", seconds=60)
+
+
+def test_a_resync_moves_usage_with_a_pod_that_changed_node_and_pool(cluster, actor, tmp_path):
+    from kube_objects import write_list
+
+    backend = cluster([node("a", gpu=8), node("b", gpu=8), pod("p", node="a", gpu=3, pool="x"),
+                       pod("q", node="a", gpu=1, pool="x", priority="LOW")])
+    write_list(tmp_path / "test-cluster.json", [node("a", gpu=8), node("b", gpu=8),
+                                                pod("p", node="b", gpu=3, pool="y"), pod("q", node="a", gpu=1, pool="x",
+                                                                                          priority="LOW")])
+    services.backend_sync(backend=backend)
+    assert dict(Node.objects.values_list("name", "gpu_used")) == {"a": 1, "b": 3}
+    assert {p: (g, q) for p, g, q in PoolPodUsage.objects.values_list("pool_name", "gpu", "gpu_quota")} == {
+        "x": (1, 0), "y": (3, 3)}
+    kept = usage_snapshot()
+    services.usage_refresh(backend=backend)
+    assert usage_snapshot() == kept
