@@ -1,0 +1,1 @@
+"""Identity and access: roles and their policies (SEMANTICS.md §7)."""

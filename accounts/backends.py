@@ -1,0 +1,141 @@
+"""Authentication backends: Keycloak (OIDC), local passwords when allowed, and permissions from role policies."""
+
+from __future__ import annotations
+
+import logging
+
+from django.apps import apps
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import BaseBackend, ModelBackend
+from django.core.exceptions import SuspiciousOperation
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+
+from . import oidc
+from .access import user_can
+from .services import identity_sign_in
+
+logger = logging.getLogger(__name__)
+
+
+class KeycloakBackend(OIDCAuthenticationBackend):
+    """Signs users in through the authorization-code flow of mozilla-django-oidc.
+
+    Differences from the stock backend: endpoints come from the realm's discovery document (looked up at
+    sign-in, not when Django builds the backend for every request); the ID token's RS256 signature,
+    issuer, audience, expiry and nonce are checked; users are matched by ``sub``; claims become roles.
+    """
+
+    OIDC_RP_SIGN_ALGO = "RS256"
+    OIDC_RP_IDP_SIGN_KEY = None
+    get_settings = staticmethod(oidc.provider_setting)
+
+    def __init__(self, *args, **kwargs):
+        self.UserModel = get_user_model()
+
+    @property
+    def OIDC_RP_CLIENT_ID(self):  # noqa: N802 - the name the stock backend reads
+        return settings.OIDC_RP_CLIENT_ID
+
+    @property
+    def OIDC_RP_CLIENT_SECRET(self):  # noqa: N802
+        return settings.OIDC_RP_CLIENT_SECRET
+
+    @property
+    def OIDC_OP_TOKEN_ENDPOINT(self):  # noqa: N802
+        return oidc.provider_setting("OIDC_OP_TOKEN_ENDPOINT")
+
+    @property
+    def OIDC_OP_USER_ENDPOINT(self):  # noqa: N802
+        return oidc.provider_setting("OIDC_OP_USER_ENDPOINT")
+
+    @property
+    def OIDC_OP_JWKS_ENDPOINT(self):  # noqa: N802
+        return oidc.provider_setting("OIDC_OP_JWKS_ENDPOINT")
+
+    def authenticate(self, request, **kwargs):
+        """Finish a sign-in started at the provider; None when the request is not an OIDC callback."""
+        if not oidc.oidc_enabled():
+            return None
+        try:
+            return super().authenticate(request, **kwargs)
+        except oidc.ProviderError as exc:
+            logger.warning("sign-in failed: %s", exc)
+            return None
+
+    def verify_token(self, token, **kwargs):
+        """The ID token's claims after checking signature, issuer, audience (this client), expiry and nonce."""
+        payload = oidc.verify_jwt(token, audience=self.OIDC_RP_CLIENT_ID)
+        if "nonce" in kwargs and kwargs["nonce"] != payload.get("nonce"):
+            raise SuspiciousOperation("ID token nonce does not match the one this sign-in sent")
+        return payload
+
+    def get_or_create_user(self, access_token, id_token, payload):
+        """The user for these tokens: userinfo claims over ID-token claims, matched by ``sub``."""
+        userinfo = self.get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") != payload.get("sub"):
+            raise SuspiciousOperation("userinfo is about another subject than the ID token")
+        claims = {**payload, **userinfo}
+        return identity_sign_in(claims=claims, issuer=payload.get("iss", ""), client_id=self.OIDC_RP_CLIENT_ID)
+
+
+class LocalLoginBackend(ModelBackend):
+    """Username and password of local Django accounts, only while local login is enabled (``LOCAL_LOGIN``)."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        """Check the password of a local account; None whenever local login is switched off."""
+        if not oidc.local_login_enabled():
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+# Model -> the config type whose policies govern it in the Django admin.
+CONFIG_MODELS = {
+    "pools.backend": "BACKEND",
+    "pools.podtemplate": "POD_TEMPLATE",
+    "pools.resourcevalidation": "RESOURCE_VALIDATION",
+    "pools.pool": "POOL",
+    "pools.platform": "POOL",
+    "accounts.role": "ROLE",
+}
+MODEL_VERBS = {"view": "Read", "add": "Update", "change": "Update", "delete": "Update"}
+
+
+def policy_request_for(permission: str) -> tuple[str, str] | None:
+    """The policy action and resource that a Django model permission (``app.verb_model``) stands for.
+
+    Config models map to ``config:Read`` / ``config:Update`` on ``config/<TYPE>``; other console models
+    (inventory, history) to ``backend:*`` on every backend; users, groups and tokens to ``role:*``.
+    """
+    app_label, _, codename = permission.partition(".")
+    verb, _, model = codename.partition("_")
+    if verb not in MODEL_VERBS or not model:
+        return None
+    level = MODEL_VERBS[verb]
+    key = f"{app_label}.{model}"
+    if key in CONFIG_MODELS:
+        return f"config:{level}", f"config/{CONFIG_MODELS[key]}"
+    if app_label == "pools":
+        return f"backend:{level}", "backend/*"
+    if app_label in ("auth", "accounts", "guardian"):
+        return f"role:{level}", "role/*"
+    return None
+
+
+class RolePermissionBackend(BaseBackend):
+    """Django model permissions granted by role policies, so ``osmo-admin`` can run the admin without being staff."""
+
+    def has_perm(self, user_obj, perm, obj=None):
+        """Whether the user's roles allow what ``perm`` stands for (object permissions are guardian's)."""
+        if obj is not None or not user_obj.is_active:
+            return False
+        request = policy_request_for(perm)
+        return request is not None and user_can(user_obj, *request).allowed
+
+    def has_module_perms(self, user_obj, app_label):
+        """Whether the roles allow viewing at least one model of the app."""
+        try:
+            models = apps.get_app_config(app_label).get_models()
+        except LookupError:
+            return False
+        return any(self.has_perm(user_obj, f"{app_label}.view_{model._meta.model_name}") for model in models)
