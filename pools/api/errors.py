@@ -1,0 +1,141 @@
+"""One error shape for the whole API: ``{"errors": [{"field": "...", "message": "..."}]}``.
+
+The services raise ``ConfigError`` (its ``problems`` carry the field paths) or ``NotFound``; DRF raises its
+own exceptions for bad JSON, missing credentials and the like. The handler here turns all of them into
+the same body, so a script reads one shape whatever went wrong: 400 bad input, 401/403 credentials,
+404 unknown or invisible, 405 method, 409 conflict, 412 stale ``If-Match``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from pools.choices import ConfigType
+from pools.configs import TYPE_LABELS, ConfigError, NotFound, Problem
+from pools.engine.errors import EngineError
+
+
+class ConfigProblems(exceptions.APIException):
+    """A rejected change or request: each ``Problem`` of the ConfigError becomes one error entry."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "invalid request"
+
+    def __init__(self, problems: list[Problem], status_code: int | None = None):
+        super().__init__(detail=[str(problem) for problem in problems])
+        self.problems = problems
+        if status_code is not None:
+            self.status_code = status_code
+
+
+class Conflict(ConfigProblems):
+    """The request is well formed but the current state refuses it (a template in use, an immutable role)."""
+
+    status_code = status.HTTP_409_CONFLICT
+
+
+class PreconditionFailed(exceptions.APIException):
+    """``If-Match`` names a version that is no longer current: someone changed the object since it was read."""
+
+    status_code = status.HTTP_412_PRECONDITION_FAILED
+    default_detail = "the object changed since it was read (If-Match does not match its ETag); read it again"
+
+
+def bad_request(message: str, field: str = "") -> ConfigProblems:
+    """A 400 for one bad field or parameter, to raise."""
+    return ConfigProblems([Problem(field, message)])
+
+
+@contextlib.contextmanager
+def service_errors(*, where: str = "", conflict: bool = False) -> Iterator[None]:
+    """Turn a service's ConfigError into an API error: 404 for NotFound, else 400 (or 409 with ``conflict``).
+
+    ``where`` (see ``object_path``) is the object one endpoint writes: field paths lose that prefix, which
+    the services put in front, so they become paths inside the body the caller sent.
+    """
+    try:
+        yield
+    except NotFound as exc:
+        raise ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND) from None
+    except ConfigError as exc:
+        problems = [_relative(problem, where) for problem in exc.problems] if where else exc.problems
+        raise (Conflict(problems) if conflict else ConfigProblems(problems)) from None
+
+
+def object_path(config_type: ConfigType, name: str) -> str:
+    """How the services name an object in field paths: ``pool 'team-a'``."""
+    return f"{TYPE_LABELS[config_type]} '{name}'"
+
+
+def _relative(problem: Problem, where: str) -> Problem:
+    if problem.field == where:
+        return Problem("", problem.message)
+    if problem.field.startswith(where + "."):
+        return Problem(problem.field[len(where) + 1 :], problem.message)
+    return problem
+
+
+def errors_body(entries: list[tuple[str, str]]) -> dict:
+    """The error body for ``(field, message)`` pairs."""
+    return {"errors": [{"field": field, "message": message} for field, message in entries]}
+
+
+def _flatten(detail, prefix: str = "") -> list[tuple[str, str]]:
+    """DRF's nested validation detail (dicts of lists) as dotted field paths with their messages."""
+    if isinstance(detail, dict):
+        entries = []
+        for key, value in detail.items():
+            field = "" if key in ("non_field_errors", "detail") else str(key)
+            path = f"{prefix}.{field}" if prefix and field else prefix or field
+            entries.extend(_flatten(value, path))
+        return entries
+    if isinstance(detail, list):
+        entries = []
+        for index, value in enumerate(detail):
+            nested = isinstance(value, (dict, list))
+            entries.extend(_flatten(value, f"{prefix}.{index}" if nested and prefix else prefix))
+        return entries
+    return [(prefix, str(detail))]
+
+
+def _problem_entries(problems: list[Problem]) -> list[tuple[str, str]]:
+    return [(problem.field, problem.message) for problem in problems] or [("", "invalid request")]
+
+
+def exception_handler(exc, context):
+    """DRF's exception handler, answering every known failure in the one error shape.
+
+    Anything not recognised here is left to Django (a 500, logged): that is a bug to fix, not an
+    answer to dress up.
+    """
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
+    elif isinstance(exc, NotFound):
+        exc = ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND)
+    elif isinstance(exc, ConfigError):
+        exc = ConfigProblems(exc.problems)
+    elif isinstance(exc, EngineError):
+        exc = ConfigProblems([Problem("", str(exc))])
+
+    if not isinstance(exc, exceptions.APIException):
+        return None
+    headers = {}
+    if getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = exc.auth_header
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))
+    if isinstance(exc, ConfigProblems):
+        entries = _problem_entries(exc.problems)
+    else:
+        entries = _flatten(exc.detail) or [("", str(exc.default_detail))]
+    set_rollback()
+    return Response(errors_body(entries), status=exc.status_code, headers=headers)

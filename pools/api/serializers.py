@@ -1,0 +1,506 @@
+"""Shapes of the API: config objects in their OSMO bodies, read-only inventory rows, action requests and results.
+
+Config objects are shown as ``{"name": ..., **canonical body}``, the body being exactly what
+``poolctl config show`` prints (from the selectors), so a pool reads like the seeds' ``platform_config.json``
+and can be posted back unchanged. Writes do not go through DRF field validation: the request body is
+handed to the services, which check it as a whole and name each bad field; the fields declared here
+document the shapes in the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from rest_framework import serializers
+
+from accounts.models import SyncMode
+from pools import selectors
+from pools.choices import BackendKind, ConfigType
+from pools.configs import ConfigError, Problem
+from pools.engine.validation import OPERATORS
+from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, UsageSample
+
+PLATFORM_BODY_FIELDS = (
+    "description",
+    "host_network_allowed",
+    "privileged_allowed",
+    "default_variables",
+    "resource_validations",
+    "override_pod_template",
+    "allowed_mounts",
+)
+NAME_HELP = "Unique name: a letter first, then letters, digits, '_', '.' or '-', ending with a letter or digit."
+
+
+def _object_body(data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise ConfigError("the request body must be a JSON object")
+    return dict(data)
+
+
+class ConfigObjectSerializer(serializers.Serializer):
+    """A config object: its name and its canonical OSMO body, side by side."""
+
+    config_type: ConfigType
+    name = serializers.CharField(required=False, max_length=128, help_text=NAME_HELP)
+
+    # Each type names where its stored objects' canonical body comes from (as ``poolctl config show`` prints it).
+    read_body: Callable[[Any], Any]
+
+    @classmethod
+    def body(cls, instance) -> Any:
+        """The canonical body of a stored object."""
+        return cls.read_body(instance)
+
+    @classmethod
+    def body_from_request(cls, data: dict) -> Any:
+        """The service body of a request (the request without ``name``)."""
+        return {key: value for key, value in data.items() if key != "name"}
+
+    def to_representation(self, instance):
+        body = self.body(instance)
+        return {"name": instance.name, **{key: value for key, value in body.items() if key != "name"}}
+
+    def to_internal_value(self, data):
+        return _object_body(data)
+
+
+class BackendStatusSerializer(serializers.Serializer):
+    """What the last contact with the cluster left behind (read-only, not part of the configuration)."""
+
+    builtin = serializers.BooleanField()
+    last_heartbeat = serializers.DateTimeField(allow_null=True)
+    last_sync_at = serializers.DateTimeField(allow_null=True)
+    last_sync_duration = serializers.FloatField(allow_null=True)
+    last_sync_error = serializers.CharField(allow_blank=True)
+    last_sync_counts = serializers.DictField(child=serializers.JSONField())
+
+
+class BackendSerializer(ConfigObjectSerializer):
+    """A cluster backend (SEMANTICS.md §1); ``status`` is read-only."""
+
+    config_type = ConfigType.BACKEND
+    description = serializers.CharField(required=False, allow_blank=True)
+    kind = serializers.ChoiceField(choices=BackendKind.choices, required=False)
+    source = serializers.CharField(required=False, allow_blank=True, help_text="file: path to a Kubernetes List")
+    kubeconfig = serializers.CharField(required=False, allow_blank=True)
+    context = serializers.CharField(required=False, allow_blank=True)
+    in_cluster = serializers.BooleanField(required=False)
+    seed = serializers.IntegerField(required=False, allow_null=True)
+    size = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    node_conditions = serializers.DictField(child=serializers.CharField(), required=False)
+    pool_label = serializers.CharField(required=False)
+    priority_label = serializers.CharField(required=False)
+    writable = serializers.BooleanField(required=False)
+    status = BackendStatusSerializer(read_only=True)
+
+    read_body = staticmethod(selectors.backend_body)
+
+    @classmethod
+    def body_from_request(cls, data: dict) -> dict:
+        return {key: value for key, value in data.items() if key not in ("name", "status")}
+
+    def to_representation(self, instance: Backend):
+        status = BackendStatusSerializer(instance).data
+        return {**super().to_representation(instance), "status": status}
+
+
+class PlatformBodySerializer(serializers.Serializer):
+    """One platform of a pool, as it sits in the pool body's ``platforms`` mapping."""
+
+    description = serializers.CharField(required=False, allow_blank=True)
+    host_network_allowed = serializers.BooleanField(required=False)
+    privileged_allowed = serializers.BooleanField(required=False)
+    default_variables = serializers.DictField(child=serializers.JSONField(), required=False)
+    resource_validations = serializers.ListField(child=serializers.CharField(), required=False)
+    override_pod_template = serializers.ListField(child=serializers.CharField(), required=False)
+    allowed_mounts = serializers.ListField(child=serializers.JSONField(), required=False)
+
+
+class PoolSerializer(ConfigObjectSerializer):
+    """A pool in OSMO's shape, its platforms nested by name (the seeds' ``platform_config.json``)."""
+
+    config_type = ConfigType.POOL
+    description = serializers.CharField(required=False, allow_blank=True)
+    backend = serializers.CharField(required=False, help_text="backend name (default: 'default')")
+    default_platform = serializers.CharField(required=False, allow_blank=True)
+    enable_maintenance = serializers.BooleanField(required=False)
+    common_default_variables = serializers.DictField(child=serializers.JSONField(), required=False)
+    common_resource_validations = serializers.ListField(child=serializers.CharField(), required=False)
+    common_pod_template = serializers.ListField(child=serializers.CharField(), required=False)
+    default_exec_timeout = serializers.CharField(required=False, allow_blank=True, help_text="30d, 2h, 15m, 10s")
+    default_queue_timeout = serializers.CharField(required=False, allow_blank=True)
+    max_exec_timeout = serializers.CharField(required=False, allow_blank=True)
+    max_queue_timeout = serializers.CharField(required=False, allow_blank=True)
+    default_exit_actions = serializers.DictField(child=serializers.JSONField(), required=False)
+    action_permissions = serializers.DictField(child=serializers.JSONField(), required=False)
+    resources = serializers.DictField(
+        child=serializers.JSONField(),
+        required=False,
+        help_text='{"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}',
+    )
+    topology_keys = serializers.ListField(child=serializers.JSONField(), required=False)
+    platforms = serializers.DictField(child=PlatformBodySerializer(), required=False)
+
+    read_body = staticmethod(selectors.pool_body)
+
+
+class PlatformSerializer(PlatformBodySerializer):
+    """A platform addressed on its own (``/api/pools/{pool}/platforms/{name}/``); writes change its pool."""
+
+    name = serializers.CharField(required=False, max_length=128, help_text=NAME_HELP)
+    pool = serializers.CharField(read_only=True)
+
+    @classmethod
+    def body_from_request(cls, data: dict) -> dict:
+        return {key: value for key, value in data.items() if key not in ("name", "pool")}
+
+    def to_representation(self, instance: Platform):
+        return {"name": instance.name, "pool": instance.pool.name, **platform_body(instance)}
+
+    def to_internal_value(self, data):
+        return _object_body(data)
+
+
+def platform_body(platform: Platform) -> dict:
+    """A platform's canonical body, the same mapping the pool body holds under ``platforms.<name>``."""
+    return {field: getattr(platform, field) for field in PLATFORM_BODY_FIELDS}
+
+
+class PodTemplateSerializer(ConfigObjectSerializer):
+    """A pod template: a partial Pod (``metadata``, ``spec``); any other top-level key of the template is kept."""
+
+    config_type = ConfigType.POD_TEMPLATE
+    metadata = serializers.DictField(child=serializers.JSONField(), required=False)
+    spec = serializers.DictField(child=serializers.JSONField(), required=False)
+
+    read_body = staticmethod(attrgetter("spec"))
+
+
+class RuleSerializer(serializers.Serializer):
+    """One resource-validation rule (SEMANTICS.md §4)."""
+
+    operator = serializers.ChoiceField(choices=sorted(OPERATORS))
+    left_operand = serializers.CharField()
+    right_operand = serializers.CharField()
+    assert_message = serializers.CharField(required=False, allow_blank=True)
+
+
+class ResourceValidationSerializer(ConfigObjectSerializer):
+    """A named, ordered list of rules."""
+
+    config_type = ConfigType.RESOURCE_VALIDATION
+    rules = RuleSerializer(many=True, required=False)
+
+    read_body = staticmethod(lambda validation: {"rules": validation.rules})
+
+    @classmethod
+    def body_from_request(cls, data: dict) -> list:
+        unknown = sorted(key for key in data if key not in ("name", "rules"))
+        if unknown:
+            raise ConfigError([Problem(key, "unknown field; expected name and rules") for key in unknown])
+        return data.get("rules", [])
+
+    def to_representation(self, instance):
+        return {"name": instance.name, "rules": instance.rules}
+
+
+class PolicySerializer(serializers.Serializer):
+    """Allow or Deny ``actions`` on ``resources`` (SEMANTICS.md §7)."""
+
+    effect = serializers.ChoiceField(choices=["Allow", "Deny"], required=False)
+    actions = serializers.ListField(child=serializers.CharField())
+    resources = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class RoleSerializer(ConfigObjectSerializer):
+    """A role: policies, the identity-provider roles mapped to it and how sign-in syncs it."""
+
+    config_type = ConfigType.ROLE
+    description = serializers.CharField(required=False, allow_blank=True)
+    policies = PolicySerializer(many=True, required=False)
+    external_roles = serializers.ListField(child=serializers.CharField(), required=False)
+    sync_mode = serializers.ChoiceField(choices=SyncMode.choices, required=False)
+    immutable = serializers.BooleanField(required=False)
+
+    read_body = staticmethod(selectors.role_body)
+
+
+class RoleGenerateSerializer(serializers.Serializer):
+    """``osmo-<prefix>``: a role granting ``workflow:*`` and ``pool:Read`` on ``pool/<prefix>*``."""
+
+    name = serializers.RegexField(r"^osmo-.+$", max_length=128, help_text="osmo-<pool name prefix>")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+# --- inventory (read-only) ------------------------------------------------------------------------------
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    """A cluster node as last synced; cpu in cores, memory and storage in bytes."""
+
+    backend = serializers.CharField(source="backend.name")
+    cpu = serializers.FloatField()
+    gpu = serializers.FloatField()
+    labels = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    taints = serializers.ListField(child=serializers.JSONField())
+    conditions = serializers.ListField(child=serializers.JSONField())
+    allocatable = serializers.DictField(child=serializers.JSONField())
+    mig_devices = serializers.DictField(child=serializers.JSONField())
+
+    class Meta:
+        model = Node
+        fields = [
+            "name",
+            "backend",
+            "available",
+            "unavailable_reason",
+            "unschedulable",
+            "gpu_product",
+            "cpu",
+            "memory",
+            "storage",
+            "gpu",
+            "mig_devices",
+            "gpu_replicas",
+            "labels",
+            "taints",
+            "conditions",
+            "allocatable",
+            "synced_at",
+        ]
+        read_only_fields = fields
+
+
+class PodSerializer(serializers.ModelSerializer):
+    """A pod as last synced: where it runs, its pool label and its effective requests."""
+
+    backend = serializers.CharField(source="backend.name")
+    pool = serializers.CharField(source="pool_name")
+    node = serializers.CharField(source="node_name")
+    cpu = serializers.FloatField()
+    gpu = serializers.FloatField()
+    labels = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    mig_devices = serializers.DictField(child=serializers.JSONField())
+
+    class Meta:
+        model = Pod
+        fields = [
+            "namespace",
+            "name",
+            "backend",
+            "node",
+            "phase",
+            "pool",
+            "preemptible",
+            "cpu",
+            "memory",
+            "storage",
+            "gpu",
+            "mig_devices",
+            "labels",
+        ]
+        read_only_fields = fields
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    """A node selected by a (pool, platform)."""
+
+    node = serializers.CharField(source="node.name")
+    backend = serializers.CharField(source="node.backend.name")
+    pool = serializers.CharField(source="pool.name")
+    platform = serializers.CharField(source="platform_name")
+
+    class Meta:
+        model = NodeMembership
+        fields = ["node", "backend", "pool", "platform"]
+        read_only_fields = fields
+
+
+class UsageSampleSerializer(serializers.ModelSerializer):
+    """GPUs used and allocatable at one moment, per pool or per GPU product and backend."""
+
+    backend = serializers.CharField(source="backend.name")
+
+    class Meta:
+        model = UsageSample
+        fields = ["scope", "key", "backend", "resolution", "at", "used", "capacity", "quota_used", "quota_limit"]
+        read_only_fields = fields
+
+
+class RevisionSerializer(serializers.ModelSerializer):
+    """One config revision: who changed what, when, from where, and why."""
+
+    class Meta:
+        model = ConfigRevision
+        fields = [
+            "config_type",
+            "revision",
+            "name",
+            "action",
+            "username",
+            "origin",
+            "created_at",
+            "description",
+            "tags",
+        ]
+        read_only_fields = fields
+
+
+class RevisionDetailSerializer(RevisionSerializer):
+    """A revision with the whole type's state after it (``{name: body}``)."""
+
+    snapshot = serializers.DictField(child=serializers.JSONField())
+
+    class Meta(RevisionSerializer.Meta):
+        fields = [*RevisionSerializer.Meta.fields, "snapshot"]
+        read_only_fields = fields
+
+
+class RevisionListSerializer(serializers.Serializer):
+    """The revisions a change recorded (none when nothing changed)."""
+
+    revisions = RevisionSerializer(many=True)
+
+
+class TagRequestSerializer(serializers.Serializer):
+    """Tags to add to and remove from a revision."""
+
+    add = serializers.ListField(child=serializers.CharField(max_length=100), required=False, default=list)
+    remove = serializers.ListField(child=serializers.CharField(max_length=100), required=False, default=list)
+
+
+class RollbackRequestSerializer(serializers.Serializer):
+    """Why the rollback is made (kept on the new revision)."""
+
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ConfigDiffSerializer(serializers.Serializer):
+    """A unified diff between two revisions, or a revision and the current state (``to`` null)."""
+
+    config_type = serializers.ChoiceField(choices=ConfigType.choices)
+    from_revision = serializers.IntegerField()
+    to_revision = serializers.IntegerField(allow_null=True)
+    diff = serializers.CharField(allow_blank=True)
+
+
+# --- actions ------------------------------------------------------------------------------------------
+
+
+class RenderRequestSerializer(serializers.Serializer):
+    """A request to a pool: the platform (default: the pool's) and the user's variable values."""
+
+    platform = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=128)
+    variables = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
+
+    def validate_variables(self, values: dict) -> dict:
+        for key, value in values.items():
+            if isinstance(value, (dict, list)):
+                raise serializers.ValidationError({key: "must be a string, number, boolean or null"})
+        return values
+
+
+class RenderResultSerializer(serializers.Serializer):
+    """The merged, rendered pod template the request would get (``poolctl pool render --format json``)."""
+
+    pool = serializers.CharField()
+    platform = serializers.CharField()
+    variables = serializers.DictField(child=serializers.JSONField())
+    pod_template = serializers.DictField(child=serializers.JSONField())
+
+
+class NodeVerdictSerializer(serializers.Serializer):
+    """The verdict for one node: the rules it failed (or why it is unavailable)."""
+
+    node = serializers.CharField()
+    passed = serializers.BooleanField()
+    errors = serializers.ListField(child=serializers.CharField())
+
+
+class CheckResultSerializer(serializers.Serializer):
+    """Would the request fit (``poolctl pool check --format json``): rule errors and a verdict per node."""
+
+    pool = serializers.CharField()
+    platform = serializers.CharField()
+    passed = serializers.BooleanField()
+    errors = serializers.ListField(child=serializers.CharField())
+    nodes = NodeVerdictSerializer(many=True)
+
+
+class PoolGpuSerializer(serializers.Serializer):
+    """The six GPU numbers of a pool, as OSMO's pool listing names them."""
+
+    quota_used = serializers.IntegerField()
+    quota_limit = serializers.IntegerField()
+    quota_free = serializers.IntegerField()
+    total_usage = serializers.IntegerField()
+    total_capacity = serializers.IntegerField()
+    total_free = serializers.IntegerField()
+
+
+class PoolQuotaSerializer(serializers.Serializer):
+    """One row of ``poolctl pool list --format json``."""
+
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=["ONLINE", "OFFLINE", "MAINTENANCE"])
+    backend = serializers.CharField()
+    shared = serializers.BooleanField()
+    node_set = serializers.ListField(child=serializers.CharField())
+    gpu = PoolGpuSerializer()
+
+
+class PoolQuotaListSerializer(serializers.Serializer):
+    """``{"pools": [...]}``."""
+
+    pools = PoolQuotaSerializer(many=True)
+
+
+class UsagePairSerializer(serializers.Serializer):
+    """Used and capacity, used rounded up and capacity rounded down."""
+
+    used = serializers.IntegerField()
+    capacity = serializers.IntegerField()
+
+
+class ResourceSerializer(serializers.Serializer):
+    """One row of ``poolctl resource list --format json``: a (node, pool, platform), or an unused node."""
+
+    node = serializers.CharField()
+    pool = serializers.CharField(allow_blank=True)
+    platform = serializers.CharField(allow_blank=True)
+    type = serializers.ChoiceField(choices=["RESERVED", "SHARED", "UNUSED"])
+    available = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    gpu = UsagePairSerializer()
+    cpu = UsagePairSerializer()
+    memory_gi = UsagePairSerializer()
+    storage_gi = UsagePairSerializer()
+    mig = serializers.DictField(child=UsagePairSerializer())
+    time_sliced = serializers.BooleanField()
+
+
+class ResourceListSerializer(serializers.Serializer):
+    """``{"resources": [...]}``."""
+
+    resources = ResourceSerializer(many=True)
+
+
+class JobSerializer(serializers.Serializer):
+    """A task started over the API; poll it until ``done``."""
+
+    id = serializers.CharField()
+    task = serializers.CharField()
+    backend = serializers.CharField()
+    state = serializers.ChoiceField(
+        choices=["SENT", "PENDING", "STARTED", "RETRY", "SUCCESS", "FAILURE", "REVOKED"],
+        help_text="SENT: queued, and no result backend is configured to tell more",
+    )
+    done = serializers.BooleanField()
+    result = serializers.DictField(child=serializers.JSONField(), allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField(allow_blank=True)

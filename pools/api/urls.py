@@ -1,0 +1,56 @@
+"""Routes of the API under ``/api/``: a router for the model endpoints, explicit paths for the rest."""
+
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from . import views
+
+app_name = "api"
+
+router = DefaultRouter()
+router.include_root_view = False
+router.register("backends", views.BackendViewSet, basename="backend")
+router.register("pools", views.PoolViewSet, basename="pool")
+router.register("platforms", views.PlatformViewSet, basename="platform")
+router.register("pod_templates", views.PodTemplateViewSet, basename="pod-template")
+router.register("resource_validations", views.ResourceValidationViewSet, basename="resource-validation")
+router.register("roles", views.RoleViewSet, basename="role")
+router.register("nodes", views.NodeViewSet, basename="node")
+router.register("pods", views.PodViewSet, basename="pod")
+router.register("memberships", views.MembershipViewSet, basename="membership")
+router.register("usage", views.UsageViewSet, basename="usage")
+
+platforms = views.PoolPlatformViewSet
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", views.RedocView.as_view(url_name="api:schema"), name="redoc"),
+    path(
+        "pools/<str:pool_name>/platforms/",
+        platforms.as_view({"get": "list", "post": "create"}),
+        name="pool-platform-list",
+    ),
+    path(
+        "pools/<str:pool_name>/platforms/<str:name>/",
+        platforms.as_view({"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}),
+        name="pool-platform-detail",
+    ),
+    path("pool_quota/", views.PoolQuotaView.as_view(), name="pool-quota"),
+    path("resources/", views.ResourceListView.as_view(), name="resources"),
+    path("configs/history/", views.ConfigHistoryView.as_view(), name="config-history"),
+    path("configs/import/", views.ConfigImportView.as_view(), name="config-import"),
+    path("configs/<str:config_type>/", views.ConfigDocumentView.as_view(), name="config-document"),
+    path("configs/<str:config_type>/diff/", views.ConfigDiffView.as_view(), name="config-diff"),
+    path("configs/<str:config_type>/<int:revision>/", views.RevisionView.as_view(), name="config-revision"),
+    path("configs/<str:config_type>/<int:revision>/tags/", views.RevisionTagsView.as_view(), name="config-tags"),
+    path(
+        "configs/<str:config_type>/<int:revision>/rollback/",
+        views.RevisionRollbackView.as_view(),
+        name="config-rollback",
+    ),
+    path("jobs/<str:job_id>/", views.JobView.as_view(), name="job-detail"),
+    path("", include(router.urls)),
+    re_path(r"^.*$", views.UnknownEndpointView.as_view(), name="unknown"),
+]

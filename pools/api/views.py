@@ -1,0 +1,951 @@
+"""API views: thin. Reads come from the selectors (restricted to what the user may read), writes go through
+the services with an ``Actor`` of origin ``api``; errors leave as ``{"errors": [...]}`` (``errors.py``).
+
+Config objects (backends, pools, platforms, pod templates, resource validations, roles) share one
+viewset base: list, get (with an ETag), create, replace, merge-patch and delete, each write an
+all-or-nothing service call that records a revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from django.template import engines
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.views import SpectacularRedocView
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ParseError
+from rest_framework.filters import OrderingFilter
+from rest_framework.generics import GenericAPIView
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from accounts.models import Role
+from pools import filtersets, selectors, services
+from pools.choices import ChangeOrigin, ConfigType
+from pools.configs import TYPE_LABELS, ConfigError, NotFound, Problem, parse_config_type, split_document
+from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
+from pools.models import ResourceValidation as ResourceValidationModel
+
+from . import jobs, serializers
+from .conditional import etag_of, if_match_check, merge_patch
+from .errors import ConfigProblems, Conflict, bad_request, object_path, service_errors
+from .filters import PlatformFilterSet
+from .permissions import require
+from .renderers import CSVRenderer
+
+CHANGE_PARAMETERS = [
+    OpenApiParameter("description", str, description="why the change is made (kept on the revision)"),
+    OpenApiParameter("tag", str, many=True, description="tags for the revision (repeat the parameter)"),
+]
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    description="the ETag read before; a change made since answers 412 and nothing is written",
+)
+CONFIG_TYPE = OpenApiParameter(
+    "config_type", str, OpenApiParameter.PATH, enum=ConfigType.values, description="config type (any case)"
+)
+REVISION = OpenApiParameter("revision", int, OpenApiParameter.PATH)
+POOL_NAME = OpenApiParameter("pool_name", str, OpenApiParameter.PATH, description="the pool's name")
+
+
+class Pagination(LimitOffsetPagination):
+    """``?limit=&offset=``; a page holds 100 rows unless asked otherwise, 1000 at most."""
+
+    default_limit = 100
+    max_limit = 1000
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+class TextJSONParser(JSONParser):
+    """JSON bodies whose strings hold no NUL character (PostgreSQL's JSON and text types refuse it)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        if _holds_nul(data):
+            raise ParseError("JSON strings must not contain NUL characters (\\u0000)")
+        return data
+
+
+class ApiView:
+    """What every endpoint of this API shares: JSON in and out, filters, ordering, pagination."""
+
+    parser_classes = [TextJSONParser]
+    renderer_classes = [JSONRenderer]
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    pagination_class = Pagination
+
+    def initial(self, request, *args, **kwargs):
+        # PostgreSQL cannot store or even compare text holding NUL, so such input is refused up front
+        # as bad input instead of failing in the database.
+        query = [text for key, values in request.GET.lists() for text in (key, *values)]
+        if any("\x00" in text for text in (request.path, *query)):
+            raise bad_request("the URL must not contain NUL characters")
+        super().initial(request, *args, **kwargs)
+
+    def handle_exception(self, exc):
+        # Errors are JSON whatever format a listing was asked in (?format=csv): one error shape for all.
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+    def actor(self) -> services.Actor:
+        return services.Actor(self.request.user.get_username(), ChangeOrigin.API)
+
+    def change_options(self) -> dict:
+        """The revision's description and tags, from the query string."""
+        return {
+            "description": self.request.query_params.get("description", ""),
+            "tags": [tag for tag in self.request.query_params.getlist("tag") if tag.strip()],
+        }
+
+    def body(self) -> dict:
+        data = self.request.data
+        if not isinstance(data, dict):
+            raise bad_request("the request body must be a JSON object")
+        return dict(data)
+
+
+def with_etag(response: Response, body: Any) -> Response:
+    response["ETag"] = etag_of(body)
+    return response
+
+
+# --- config objects ------------------------------------------------------------------------------------
+
+
+class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
+    """CRUD for one config type by name; subclasses name the type, the selector and the permissions."""
+
+    lookup_field = "name"
+    lookup_value_regex = r"[^/]+"
+    ordering_fields = ["name"]
+    ordering = ["name"]
+    config_type: ConfigType
+    serializer_class: type[serializers.ConfigObjectSerializer]
+
+    # The selector of the objects a user may read (``user=None``: all of them), e.g. ``pools_visible``.
+    visible: Callable[..., QuerySet]
+
+    def write_permission(self, name: str) -> tuple[str, str]:
+        """The action and resource a change of object ``name`` needs."""
+        return "config:Update", f"config/{self.config_type}"
+
+    def get_queryset(self):
+        return type(self).visible(user=self.request.user)
+
+    def config_body(self, instance) -> dict:
+        """The representation without read-only status: what the ETag covers and PATCH merges into."""
+        return dict(self.get_serializer(instance).data)
+
+    def object_response(self, instance, code=status.HTTP_200_OK) -> Response:
+        response = Response(self.get_serializer(instance).data, status=code)
+        if code == status.HTTP_201_CREATED:
+            response["Location"] = reverse(
+                f"api:{self.basename}-detail", kwargs={"name": instance.name}, request=self.request
+            )
+        return with_etag(response, self.config_body(instance))
+
+    def refetch(self, name: str):
+        return type(self).visible(user=None).get(name=name)
+
+    def apply(self, name: str, body: Any, *, conflict: bool = False) -> None:
+        with service_errors(where=object_path(self.config_type, name), conflict=conflict):
+            services.config_apply(changes={self.config_type: {name: body}}, actor=self.actor(), **self.change_options())
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request, *args, **kwargs):
+        return self.object_response(self.get_object())
+
+    def create(self, request, *args, **kwargs):
+        data = self.body()
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise bad_request("a name is required", field="name")
+        require(request.user, *self.write_permission(name))
+        body = self.serializer_class.body_from_request(data)
+        with transaction.atomic():
+            if type(self).visible(user=None).filter(name=name).exists():
+                label = TYPE_LABELS[self.config_type]
+                raise Conflict([Problem("name", f"{label} '{name}' already exists; PUT replaces it")])
+            self.apply(name, body)
+        return self.object_response(self.refetch(name), status.HTTP_201_CREATED)
+
+    def update(self, request, *args, partial: bool = False, **kwargs):
+        with transaction.atomic():
+            instance = self.get_object()
+            require(request.user, *self.write_permission(instance.name))
+            current = self.config_body(instance)
+            if_match_check(request, etag_of(current))
+            data = merge_patch(current, self.body()) if partial else self.body()
+            if data.get("name", instance.name) != instance.name:
+                raise bad_request(f"'{data['name']}' does not match '{instance.name}' (names cannot change)", "name")
+            self.apply(instance.name, self.serializer_class.body_from_request(data), conflict=self.refuses(instance))
+        return self.object_response(self.refetch(instance.name))
+
+    def partial_update(self, request, *args, **kwargs):
+        return self.update(request, *args, partial=True, **kwargs)
+
+    def destroy(self, request, *args, **kwargs):
+        with transaction.atomic():
+            instance = self.get_object()
+            require(request.user, *self.write_permission(instance.name))
+            if_match_check(request, etag_of(self.config_body(instance)))
+            self.apply(instance.name, None, conflict=True)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def refuses(self, instance) -> bool:
+        """Whether the current object refuses any change (an immutable role): its errors are then 409s."""
+        return False
+
+
+def config_object_schema(serializer_class, label: str):
+    """The OpenAPI description of a config object viewset's CRUD operations."""
+    create_request = type(
+        f"{serializer_class.__name__.removesuffix('Serializer')}CreateSerializer", (serializer_class,), {}
+    )
+    create_request._declared_fields = {
+        **serializer_class._declared_fields,
+        "name": serializer_class._declared_fields["name"].__class__(max_length=128, help_text=serializers.NAME_HELP),
+    }
+    return extend_schema_view(
+        list=extend_schema(summary=f"List {label}s", description=f"The {label}s you may read."),
+        retrieve=extend_schema(summary=f"Get a {label}", description="The response carries an ETag."),
+        create=extend_schema(
+            summary=f"Create a {label}",
+            request=create_request,
+            parameters=CHANGE_PARAMETERS,
+            description="Validated as a whole; a revision is recorded.",
+        ),
+        update=extend_schema(summary=f"Replace a {label}", parameters=[IF_MATCH, *CHANGE_PARAMETERS]),
+        partial_update=extend_schema(
+            summary=f"Change fields of a {label}",
+            parameters=[IF_MATCH, *CHANGE_PARAMETERS],
+            description="JSON Merge Patch (RFC 7386): objects merge key by key, null removes a key.",
+        ),
+        destroy=extend_schema(summary=f"Delete a {label}", parameters=[IF_MATCH, *CHANGE_PARAMETERS]),
+    )
+
+
+@config_object_schema(serializers.BackendSerializer, "backend")
+class BackendViewSet(ConfigObjectViewSet):
+    """Cluster backends; ``POST /api/backends/{name}/sync/`` reads a backend's inventory now."""
+
+    config_type = ConfigType.BACKEND
+    queryset = Backend.objects.none()
+    serializer_class = serializers.BackendSerializer
+    filterset_class = filtersets.BackendFilterSet
+    ordering_fields = ["name", "kind", "last_sync_at"]
+    visible = staticmethod(selectors.backends_visible)
+
+    def write_permission(self, name):
+        return "backend:Update", f"backend/{name}"
+
+    def config_body(self, instance):
+        return {"name": instance.name, **selectors.backend_body(instance)}
+
+    @extend_schema(
+        summary="Sync a backend now",
+        request=None,
+        responses={202: serializers.JobSerializer},
+        description="Starts `sync_backend`; poll the job at its Location until `done`.",
+    )
+    @action(detail=True, methods=["post"])
+    def sync(self, request, name=None):
+        backend = self.get_object()
+        require(request.user, "backend:Update", f"backend/{backend.name}")
+        job = jobs.job_sync_backend(backend=backend, username=request.user.get_username())
+        location = reverse("api:job-detail", kwargs={"job_id": job["id"]}, request=request)
+        return Response(job, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+
+@config_object_schema(serializers.PoolSerializer, "pool")
+class PoolViewSet(ConfigObjectViewSet):
+    """Pools in OSMO's shape; ``render`` and ``check`` answer like ``poolctl pool render/check``."""
+
+    config_type = ConfigType.POOL
+    queryset = Pool.objects.none()
+    serializer_class = serializers.PoolSerializer
+    filterset_class = filtersets.PoolFilterSet
+    visible = staticmethod(selectors.pools_visible)
+
+    def pool_request(self) -> dict:
+        request = serializers.RenderRequestSerializer(data=self.request.data)
+        request.is_valid(raise_exception=True)
+        return request.validated_data
+
+    @extend_schema(
+        summary="Render a pool's pod template",
+        request=serializers.RenderRequestSerializer,
+        responses=serializers.RenderResultSerializer,
+    )
+    @action(detail=True, methods=["post"])
+    def render(self, request, name=None):
+        options = self.pool_request()
+        with service_errors():
+            result = selectors.pool_render(
+                pool_name=name, platform=options.get("platform"), user_values=options["variables"], user=request.user
+            )
+        return Response(result)
+
+    @extend_schema(
+        summary="Check a request against a pool's rules and nodes",
+        request=serializers.RenderRequestSerializer,
+        responses=serializers.CheckResultSerializer,
+        description="200 whatever the verdict; `passed` tells whether the request fits.",
+    )
+    @action(detail=True, methods=["post"])
+    def check(self, request, name=None):
+        options = self.pool_request()
+        with service_errors():
+            result = selectors.pool_check(
+                pool_name=name, platform=options.get("platform"), user_values=options["variables"], user=request.user
+            )
+        return Response(result)
+
+
+@config_object_schema(serializers.PodTemplateSerializer, "pod template")
+class PodTemplateViewSet(ConfigObjectViewSet):
+    """Pod templates by name; readable and writable per type (``config/POD_TEMPLATE``)."""
+
+    config_type = ConfigType.POD_TEMPLATE
+    queryset = PodTemplate.objects.none()
+    serializer_class = serializers.PodTemplateSerializer
+    filterset_class = filtersets.PodTemplateFilterSet
+    visible = staticmethod(selectors.pod_templates_visible)
+
+
+@config_object_schema(serializers.ResourceValidationSerializer, "resource validation")
+class ResourceValidationViewSet(ConfigObjectViewSet):
+    """Resource-validation sets by name; readable and writable per type (``config/RESOURCE_VALIDATION``)."""
+
+    config_type = ConfigType.RESOURCE_VALIDATION
+    queryset = ResourceValidationModel.objects.none()
+    serializer_class = serializers.ResourceValidationSerializer
+    filterset_class = filtersets.ResourceValidationFilterSet
+    visible = staticmethod(selectors.resource_validations_visible)
+
+
+@config_object_schema(serializers.RoleSerializer, "role")
+class RoleViewSet(ConfigObjectViewSet):
+    """Roles; ``POST /api/roles/generate/`` makes an ``osmo-<prefix>`` pool role."""
+
+    config_type = ConfigType.ROLE
+    queryset = Role.objects.none()
+    serializer_class = serializers.RoleSerializer
+    filterset_class = filtersets.RoleFilterSet
+    visible = staticmethod(selectors.roles_visible)
+
+    def write_permission(self, name):
+        return "role:Update", f"role/{name}"
+
+    def refuses(self, instance):
+        return instance.immutable
+
+    @extend_schema(
+        summary="Generate a pool role",
+        request=serializers.RoleGenerateSerializer,
+        responses={200: serializers.RoleSerializer, 201: serializers.RoleSerializer},
+        description="`osmo-<prefix>` grants `workflow:*` and `pool:Read` on `pool/<prefix>*` "
+        "(like `poolctl role set osmo-<prefix> pool`); 201 when created, 200 when refreshed.",
+    )
+    @action(detail=False, methods=["post"])
+    def generate(self, request):
+        options = serializers.RoleGenerateSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        name = options.validated_data["name"]
+        require(request.user, "role:Update", f"role/{name}")
+        existed = selectors.roles_visible(user=None).filter(name=name).exists()
+        with service_errors(where=object_path(ConfigType.ROLE, name), conflict=existed):
+            services.pool_role_generate(
+                name=name, actor=self.actor(), description=options.validated_data["description"]
+            )
+        return self.object_response(self.refetch(name), status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+# --- platforms, nested in their pool ----------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List a pool's platforms", parameters=[POOL_NAME]),
+    retrieve=extend_schema(summary="Get a platform", parameters=[POOL_NAME]),
+    create=extend_schema(summary="Add a platform to a pool", parameters=[POOL_NAME, *CHANGE_PARAMETERS]),
+    update=extend_schema(summary="Replace a platform", parameters=[POOL_NAME, IF_MATCH, *CHANGE_PARAMETERS]),
+    partial_update=extend_schema(
+        summary="Change fields of a platform", parameters=[POOL_NAME, IF_MATCH, *CHANGE_PARAMETERS]
+    ),
+    destroy=extend_schema(summary="Remove a platform", parameters=[POOL_NAME, IF_MATCH, *CHANGE_PARAMETERS]),
+)
+class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
+    """A pool's platforms one by one; each write replaces the pool's body through the services (a POOL revision)."""
+
+    queryset = Platform.objects.none()
+    serializer_class = serializers.PlatformSerializer
+    lookup_field = "name"
+    lookup_value_regex = r"[^/]+"
+    ordering_fields = ["name"]
+    ordering = ["name"]
+    filterset_class = PlatformFilterSet
+
+    def pool(self) -> Pool:
+        with service_errors():
+            return selectors.pool_get(self.kwargs["pool_name"], user=self.request.user)
+
+    def get_queryset(self):
+        return selectors.platforms_visible(user=self.request.user).filter(pool__name=self.kwargs["pool_name"])
+
+    def object_response(self, instance, code=status.HTTP_200_OK) -> Response:
+        body = self.get_serializer(instance).data
+        response = Response(body, status=code)
+        if code == status.HTTP_201_CREATED:
+            response["Location"] = reverse(
+                "api:pool-platform-detail",
+                kwargs={"pool_name": instance.pool.name, "name": instance.name},
+                request=self.request,
+            )
+        return with_etag(response, body)
+
+    def write_pool(self, pool: Pool, platforms: dict, *, platform: str, conflict: bool = False) -> None:
+        """Write the pool with these platforms; errors about ``platform`` get paths inside its body."""
+        require(self.request.user, "config:Update", f"config/{ConfigType.POOL}")
+        body = {**selectors.pool_body(pool), "platforms": platforms}
+        where = f"{object_path(ConfigType.POOL, pool.name)}.platforms.{platform}"
+        with service_errors(where=where, conflict=conflict):
+            services.config_apply(
+                changes={ConfigType.POOL: {pool.name: body}}, actor=self.actor(), **self.change_options()
+            )
+
+    def refetch(self, pool: Pool, name: str) -> Platform:
+        return selectors.platforms_visible(user=None).get(pool__name=pool.name, name=name)
+
+    def list(self, request, *args, **kwargs):
+        self.pool()
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request, *args, **kwargs):
+        self.pool()
+        return self.object_response(self.get_object())
+
+    def create(self, request, *args, **kwargs):
+        data = self.body()
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise bad_request("a name is required", field="name")
+        with transaction.atomic():
+            pool = self.pool()
+            platforms = selectors.pool_body(pool)["platforms"]
+            if name in platforms:
+                raise Conflict([Problem("name", f"pool '{pool.name}' already has platform '{name}'")])
+            platforms[name] = serializers.PlatformSerializer.body_from_request(data)
+            self.write_pool(pool, platforms, platform=name)
+        return self.object_response(self.refetch(pool, name), status.HTTP_201_CREATED)
+
+    def update(self, request, *args, partial: bool = False, **kwargs):
+        with transaction.atomic():
+            pool = self.pool()
+            instance = self.get_object()
+            current = self.get_serializer(instance).data
+            if_match_check(request, etag_of(current))
+            data = merge_patch(current, self.body()) if partial else self.body()
+            if data.get("name", instance.name) != instance.name:
+                raise bad_request("platform names cannot change", field="name")
+            platforms = selectors.pool_body(pool)["platforms"]
+            platforms[instance.name] = serializers.PlatformSerializer.body_from_request(data)
+            self.write_pool(pool, platforms, platform=instance.name)
+        return self.object_response(self.refetch(pool, instance.name))
+
+    def partial_update(self, request, *args, **kwargs):
+        return self.update(request, *args, partial=True, **kwargs)
+
+    def destroy(self, request, *args, **kwargs):
+        with transaction.atomic():
+            pool = self.pool()
+            instance = self.get_object()
+            if_match_check(request, etag_of(self.get_serializer(instance).data))
+            platforms = selectors.pool_body(pool)["platforms"]
+            platforms.pop(instance.name)
+            self.write_pool(pool, platforms, platform=instance.name, conflict=True)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema_view(list=extend_schema(summary="List platforms of every pool you may read"))
+class PlatformViewSet(ApiView, viewsets.GenericViewSet):
+    """Every visible platform, filterable by ``pool`` and ``name``; each is addressed under its pool."""
+
+    queryset = Platform.objects.none()
+    serializer_class = serializers.PlatformSerializer
+    filterset_class = PlatformFilterSet
+    ordering_fields = ["name", "pool__name"]
+    ordering = ["pool__name", "name"]
+
+    def get_queryset(self):
+        return selectors.platforms_visible(user=self.request.user)
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+# --- inventory (read-only) ----------------------------------------------------------------------------
+
+
+class ReadOnlyListViewSet(ApiView, viewsets.GenericViewSet):
+    """A filtered, ordered, paginated list of rows the user may read."""
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List nodes", description="Nodes of the pools you may read."),
+    retrieve=extend_schema(
+        summary="Get a node",
+        parameters=[OpenApiParameter("backend", str, description="the node's backend, when several have that name")],
+    ),
+)
+class NodeViewSet(ReadOnlyListViewSet):
+    """Nodes as last synced, looked up by name."""
+
+    queryset = Node.objects.none()
+    serializer_class = serializers.NodeSerializer
+    filterset_class = filtersets.NodeFilterSet
+    lookup_field = "name"
+    lookup_value_regex = r"[^/]+"
+    ordering_fields = ["name", "gpu", "cpu", "memory", "gpu_product", "backend__name"]
+    ordering = ["backend__name", "name"]
+
+    def get_queryset(self):
+        return selectors.nodes_visible(user=self.request.user)
+
+    def get_object(self):
+        nodes = self.get_queryset().filter(name=self.kwargs["name"])
+        backend = self.request.query_params.get("backend")
+        if backend:
+            nodes = nodes.filter(backend__name=backend)
+        found = list(nodes[:2])
+        if not found:
+            raise NotFound(f"node '{self.kwargs['name']}' does not exist")
+        if len(found) > 1:
+            raise ConfigError(f"several backends have a node '{found[0].name}'; add ?backend=", field="backend")
+        return found[0]
+
+    def retrieve(self, request, *args, **kwargs):
+        return Response(self.get_serializer(self.get_object()).data)
+
+
+@extend_schema_view(list=extend_schema(summary="List pods (workloads)", description="Pods of the pools you may read."))
+class PodViewSet(ReadOnlyListViewSet):
+    """Pods (the pools' workloads) as last synced."""
+
+    queryset = Pod.objects.none()
+    serializer_class = serializers.PodSerializer
+    filterset_class = filtersets.PodFilterSet
+    ordering_fields = ["name", "namespace", "gpu", "node_name", "pool_name"]
+    ordering = ["backend__name", "namespace", "name"]
+
+    def get_queryset(self):
+        return selectors.pods_visible(user=self.request.user)
+
+
+@extend_schema_view(list=extend_schema(summary="List node ↔ (pool, platform) memberships"))
+class MembershipViewSet(ReadOnlyListViewSet):
+    """Which nodes each (pool, platform) selects."""
+
+    queryset = NodeMembership.objects.none()
+    serializer_class = serializers.MembershipSerializer
+    filterset_class = filtersets.NodeMembershipFilterSet
+    ordering_fields = ["pool__name", "platform_name", "node__name"]
+    ordering = ["pool__name", "platform_name", "node__name"]
+
+    def get_queryset(self):
+        return selectors.memberships_visible(user=self.request.user)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List usage samples",
+        description="GPU usage history per pool or GPU product; `?format=csv` gives every matching row as CSV.",
+    )
+)
+class UsageViewSet(ReadOnlyListViewSet):
+    """Usage samples for history charts and spreadsheets."""
+
+    queryset = UsageSample.objects.none()
+    serializer_class = serializers.UsageSampleSerializer
+    filterset_class = filtersets.UsageSampleFilterSet
+    renderer_classes = [JSONRenderer, CSVRenderer]
+    ordering_fields = ["at", "key", "used"]
+    ordering = ["scope", "key", "at"]
+
+    def get_queryset(self):
+        return selectors.usage_samples_visible(user=self.request.user)
+
+    def paginate_queryset(self, queryset):
+        # A spreadsheet wants the whole series, not a page of it.
+        if self.request.accepted_renderer.format == "csv":
+            return None
+        return super().paginate_queryset(queryset)
+
+    def list(self, request, *args, **kwargs):
+        rows = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(rows)
+        if page is None:
+            return Response(self.get_serializer(rows, many=True).data)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+# --- listings with poolctl's numbers ----------------------------------------------------------------------
+
+
+def _names(request, key: str) -> list[str]:
+    """A list parameter given repeated (``?pools=a&pools=b``) or comma-separated (``?pools=a,b``)."""
+    return [name.strip() for value in request.query_params.getlist(key) for name in value.split(",") if name.strip()]
+
+
+NAMES_PARAMETER = "names, repeated or comma-separated"
+
+
+class PoolQuotaView(ApiView, GenericAPIView):
+    """GPU quota and capacity per pool: ``poolctl pool list --format json``."""
+
+    pagination_class = None
+    filter_backends = []
+
+    @extend_schema(
+        summary="Pool status and GPU quota",
+        parameters=[OpenApiParameter("pools", str, description=f"only these pools ({NAMES_PARAMETER})")],
+        responses=serializers.PoolQuotaListSerializer,
+    )
+    def get(self, request):
+        names = _names(request, "pools") or None
+        return Response({"pools": selectors.pool_list(names=names, user=request.user)})
+
+
+class ResourceListView(ApiView, GenericAPIView):
+    """Nodes per (pool, platform) with used/capacity: ``poolctl resource list --format json``; CSV too."""
+
+    pagination_class = None
+    filter_backends = []
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(
+        summary="Resources per node, pool and platform",
+        parameters=[
+            OpenApiParameter("pools", str, description=f"only rows of these pools ({NAMES_PARAMETER})"),
+            OpenApiParameter("platforms", str, description=f"only rows of these platforms ({NAMES_PARAMETER})"),
+        ],
+        responses=serializers.ResourceListSerializer,
+    )
+    def get(self, request):
+        pools, platforms = _names(request, "pools"), _names(request, "platforms")
+        with service_errors():
+            if len(pools) == 1 and len(platforms) <= 1:
+                rows = selectors.resource_list(pool=pools[0], platform=(platforms or [None])[0], user=request.user)
+            else:
+                for pool in pools:
+                    selectors.pool_get(pool, user=request.user)
+                rows = [
+                    row
+                    for row in selectors.resource_list(user=request.user)
+                    if (not pools or row["pool"] in pools) and (not platforms or row["platform"] in platforms)
+                ]
+        if request.accepted_renderer.format == "csv":
+            return Response(rows)
+        return Response({"resources": rows})
+
+
+# --- config documents, history, diff, tags, rollback ------------------------------------------------------
+
+
+def _config_type(value: str) -> ConfigType:
+    try:
+        return parse_config_type(value)
+    except ConfigError as exc:
+        raise ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND) from None
+
+
+def _revisions_body(revisions) -> dict:
+    return {"revisions": serializers.RevisionSerializer(revisions, many=True).data}
+
+
+class ConfigHistoryView(ApiView, GenericAPIView):
+    """Revisions, newest first: ``poolctl config history``."""
+
+    serializer_class = serializers.RevisionSerializer
+    filterset_class = filtersets.ConfigRevisionFilterSet
+    queryset = ConfigRevision.objects.none()
+    filter_backends = [DjangoFilterBackend]
+
+    def get_queryset(self):
+        return selectors.revisions_visible(user=self.request.user)
+
+    @extend_schema(summary="Config history", responses=serializers.RevisionSerializer(many=True))
+    def get(self, request):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ConfigTypeView(ApiView, GenericAPIView):
+    """Base of the per-type config endpoints: resolves the type and checks ``config:Read``/``config:Update``."""
+
+    pagination_class = None
+    filter_backends = []
+
+    def config_type(self, *, write: bool = False) -> ConfigType:
+        config_type = _config_type(self.kwargs["config_type"])
+        if not selectors.config_type_readable(self.request.user, config_type):
+            raise NotFound(f"config type {config_type} does not exist")
+        if write:
+            require(self.request.user, "config:Update", f"config/{config_type}")
+        return config_type
+
+
+class ConfigDocumentView(ConfigTypeView):
+    """A type's objects as one name-keyed document: read it, or post an OSMO file to create or replace objects."""
+
+    @extend_schema(
+        summary="Show a config type's objects",
+        operation_id="configs_show",
+        parameters=[
+            CONFIG_TYPE,
+            OpenApiParameter("name", str, description="only this object"),
+            OpenApiParameter("revision", int, description="as they were at this revision"),
+        ],
+        responses=OpenApiResponse(OpenApiTypes.OBJECT, description="`{name: body}` as `poolctl config show` prints"),
+    )
+    def get(self, request, config_type):
+        config_type = self.config_type()
+        revision = request.query_params.get("revision")
+        if revision is not None and not (revision.isdigit() and int(revision) > 0):
+            raise bad_request("must be a revision number", field="revision")
+        with service_errors():
+            document = selectors.config_show(
+                config_type=config_type,
+                name=request.query_params.get("name") or None,
+                revision=int(revision) if revision else None,
+            )
+        return Response(document)
+
+    @extend_schema(
+        summary="Create or replace objects from an OSMO document",
+        operation_id="configs_update",
+        description='The body is the file as OSMO writes it: a name-keyed mapping (`{"l40s": {...}}`), a pool '
+        "or role body with `name`, or with `?name=` the bare body (`poolctl config update TYPE [NAME] --file`).",
+        parameters=[
+            CONFIG_TYPE,
+            OpenApiParameter("name", str, description="the object, when the body is its bare body"),
+            OpenApiParameter("dry_run", bool, description="check everything, write nothing"),
+            *CHANGE_PARAMETERS,
+        ],
+        request=OpenApiTypes.OBJECT,
+        responses=serializers.RevisionListSerializer,
+    )
+    def post(self, request, config_type):
+        config_type = self.config_type(write=True)
+        dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
+        with service_errors():
+            revisions = services.config_update(
+                config_type=config_type,
+                name=request.query_params.get("name") or None,
+                data=request.data,
+                actor=self.actor(),
+                dry_run=dry_run,
+                **self.change_options(),
+            )
+        return Response(_revisions_body(revisions))
+
+
+class ConfigImportView(ApiView, GenericAPIView):
+    """A bundle with OSMO's Helm-values keys, imported all or nothing: ``poolctl config import``."""
+
+    pagination_class = None
+    filter_backends = []
+
+    @extend_schema(
+        summary="Import a bundle",
+        description="Keys `backends`, `podTemplates`, `resourceValidations`, `pools`, `roles`; one error and "
+        "nothing is written. Needs `config:Update` on every type the bundle holds.",
+        parameters=CHANGE_PARAMETERS,
+        request=OpenApiTypes.OBJECT,
+        responses=serializers.RevisionListSerializer,
+    )
+    def post(self, request):
+        with service_errors():
+            for config_type in split_document(request.data):
+                require(request.user, "config:Update", f"config/{config_type}")
+            revisions = services.config_import(data=request.data, actor=self.actor(), **self.change_options())
+        return Response(_revisions_body(revisions))
+
+
+class ConfigDiffView(ConfigTypeView):
+    """``poolctl config diff TYPE:FROM [TYPE:TO]``: a unified diff, object by object."""
+
+    @extend_schema(
+        summary="Diff two revisions (or one against the current state)",
+        parameters=[
+            CONFIG_TYPE,
+            OpenApiParameter("from", int, required=True, description="the older revision"),
+            OpenApiParameter("to", int, description="the newer revision (default: the current state)"),
+        ],
+        responses=serializers.ConfigDiffSerializer,
+    )
+    def get(self, request, config_type):
+        config_type = self.config_type()
+        numbers = {}
+        for key in ("from", "to"):
+            value = request.query_params.get(key)
+            if value is not None and not (value.isdigit() and int(value) > 0):
+                raise bad_request("must be a revision number", field=key)
+            numbers[key] = int(value) if value else None
+        if numbers["from"] is None:
+            raise bad_request("the revision to diff from is required", field="from")
+        with service_errors():
+            diff = selectors.config_diff(config_type=config_type, revision=numbers["from"], other=numbers["to"])
+        return Response(
+            {"config_type": config_type, "from_revision": numbers["from"], "to_revision": numbers["to"], "diff": diff}
+        )
+
+
+class RevisionView(ConfigTypeView):
+    """One revision with the whole type's state after it."""
+
+    @extend_schema(
+        summary="Get a revision",
+        operation_id="configs_revision_retrieve",
+        parameters=[CONFIG_TYPE, REVISION],
+        responses=serializers.RevisionDetailSerializer,
+    )
+    def get(self, request, config_type, revision):
+        config_type = self.config_type()
+        with service_errors():
+            found = selectors.config_revision_get(config_type=config_type, revision=revision)
+        return Response(serializers.RevisionDetailSerializer(found).data)
+
+
+class RevisionTagsView(ConfigTypeView):
+    """``poolctl config tag TYPE:REV --set T --delete T``."""
+
+    @extend_schema(
+        summary="Tag a revision",
+        parameters=[CONFIG_TYPE, REVISION],
+        request=serializers.TagRequestSerializer,
+        responses=serializers.RevisionSerializer,
+    )
+    def post(self, request, config_type, revision):
+        config_type = self.config_type(write=True)
+        options = serializers.TagRequestSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        with service_errors():
+            tagged = services.config_tag(
+                config_type=config_type,
+                revision=revision,
+                add=options.validated_data["add"],
+                remove=options.validated_data["remove"],
+            )
+        return Response(serializers.RevisionSerializer(tagged).data)
+
+
+class RevisionRollbackView(ConfigTypeView):
+    """``poolctl config rollback TYPE:REV``: the state of that revision, restored as a new revision."""
+
+    @extend_schema(
+        summary="Roll back to a revision",
+        parameters=[CONFIG_TYPE, REVISION],
+        request=serializers.RollbackRequestSerializer,
+        responses=serializers.RevisionListSerializer,
+        description="409 when that state no longer fits the rest of the configuration, or is the current one.",
+    )
+    def post(self, request, config_type, revision):
+        config_type = self.config_type(write=True)
+        options = serializers.RollbackRequestSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        with service_errors():
+            selectors.config_revision_get(config_type=config_type, revision=revision)
+        with service_errors(conflict=True):
+            revisions = services.config_rollback(
+                config_type=config_type,
+                revision=revision,
+                actor=self.actor(),
+                description=options.validated_data["description"],
+            )
+        return Response(_revisions_body(revisions))
+
+
+# --- jobs ---------------------------------------------------------------------------------------------
+
+
+class JobView(ApiView, GenericAPIView):
+    """A job started over the API (a backend sync), visible to those who may read its backend."""
+
+    pagination_class = None
+    filter_backends = []
+
+    @extend_schema(
+        summary="Get a job",
+        parameters=[OpenApiParameter("job_id", str, OpenApiParameter.PATH)],
+        responses=serializers.JobSerializer,
+    )
+    def get(self, request, job_id):
+        job = jobs.job_get(job_id)
+        if job is None or not selectors.backends_visible(user=request.user).filter(name=job["backend"]).exists():
+            raise NotFound(f"job '{job_id}' does not exist")
+        return Response(job)
+
+
+# --- documentation pages --------------------------------------------------------------------------------
+
+# The stock Redoc page loads web fonts from Google; this one keeps everything on the server.
+REDOC_PAGE = """{% extends "drf_spectacular/redoc.html" %}{% block head %}
+<title>{{ title }}</title><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body { margin: 0; padding: 0; }</style>{% endblock head %}"""
+
+
+class RedocView(SpectacularRedocView):
+    """Redoc for the schema, served from the sidecar package with no request leaving the server."""
+
+    @extend_schema(exclude=True)
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        page = engines["django"].from_string(REDOC_PAGE)
+        return HttpResponse(page.render(response.data, request))
+
+
+class UnknownEndpointView(ApiView, APIView):
+    """Any other URL under ``/api/``: a 404 in the error shape rather than Django's HTML page."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(exclude=True)
+    def dispatch(self, request, *args, **kwargs):
+        return super().dispatch(request, *args, **kwargs)
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        raise NotFound(f"no API endpoint at {request.path}")

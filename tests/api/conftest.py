@@ -1,0 +1,85 @@
+"""Fixtures of the API tests: API clients for users with given roles, and a small cluster with two pools."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+from kube_objects import node, pod
+from rest_framework.test import APIClient
+
+from pools import services
+from pools.choices import ConfigType
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "schemathesis: property-based run over the whole OpenAPI schema")
+
+
+@pytest.fixture
+def api_user(db, django_user_model):
+    """``api_user("bob", "osmo-user")``: a user holding these roles (roles are Django groups)."""
+
+    def make(username: str, *roles: str, superuser: bool = False):
+        user = django_user_model.objects.create_user(username, password="pw", is_superuser=superuser)
+        user.groups.set(Group.objects.filter(name__in=roles))
+        return user
+
+    return make
+
+
+@pytest.fixture
+def client_for():
+    """An API client signed in as ``user`` (or anonymous for None)."""
+
+    def make(user=None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            client.force_authenticate(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def admin_api(api_user, client_for):
+    return client_for(api_user("admin", superuser=True))
+
+
+@pytest.fixture
+def role_with(actor):
+    """Create a role from policies: ``role_with("reader", [{"actions": [...], "resources": [...]}])``."""
+
+    def make(name: str, policies: list[dict]) -> str:
+        services.config_apply(changes={ConfigType.ROLE: {name: {"policies": policies}}}, actor=actor)
+        return name
+
+    return make
+
+
+@pytest.fixture
+def two_pools(cluster, actor):
+    """A backend with four GPU nodes and pods, templates selecting team a or b, pools ``team-a`` and ``team-b``."""
+    backend = cluster(
+        [
+            node("n1", labels={"team": "a"}, gpu=8),
+            node("n2", labels={"team": "a"}, gpu=8),
+            node("n3", labels={"team": "b"}, gpu=4),
+            node("n4", labels={"team": "x"}, gpu=2),
+            pod("train-1", node="n1", gpu=4, pool="team-a"),
+            pod("train-2", node="n3", gpu=2, pool="team-b"),
+        ]
+    )
+    services.config_apply(
+        changes={
+            ConfigType.POD_TEMPLATE: {
+                "a": {"spec": {"nodeSelector": {"team": "a"}}},
+                "b": {"spec": {"nodeSelector": {"team": "b"}}},
+            },
+            ConfigType.POOL: {
+                "team-a": {"backend": backend.name, "common_pod_template": ["a"], "platforms": {"gpu": {}}},
+                "team-b": {"backend": backend.name, "common_pod_template": ["b"]},
+            },
+        },
+        actor=actor,
+    )
+    return backend
