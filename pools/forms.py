@@ -1,0 +1,285 @@
+"""Forms of the web console: editors for config objects, the what-if check, rollback and role generation.
+
+Forms only read and shape what people type; saving goes through ``pools.services``, whose problems come
+back as ``Problem(field, message)`` and are shown next to the field they name (``attach_problems``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+from django import forms
+
+from .configs import ConfigError, parse_document
+
+NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
+_LINE_RE = re.compile(r"line (\d+)")
+
+
+def document_text(value: Any, *, style: str = "yaml") -> str:
+    """A document as people edit it: block YAML (keys in their order) or indented JSON."""
+    if style == "json":
+        return json.dumps(value, indent=2)
+    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+
+
+class DocumentField(forms.CharField):
+    """A JSON or YAML text area; a syntax error names the line and column and quotes the line."""
+
+    widget = forms.Textarea
+
+    def __init__(self, *, expect: type | tuple[type, ...] = dict, **kwargs):
+        self.expect = expect
+        kwargs.setdefault("required", False)
+        super().__init__(strip=False, **kwargs)
+        defaults = {"class": "code", "spellcheck": "false", "rows": 14, "autocapitalize": "off"}
+        self.widget.attrs = {**defaults, **self.widget.attrs}
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        if not text.strip():
+            return self.expect() if isinstance(self.expect, type) else self.expect[0]()
+        try:
+            data = parse_document(text)
+        except ConfigError as exc:
+            message = str(exc).removeprefix("document: ")
+            match = _LINE_RE.search(message)
+            lines = text.splitlines()
+            if match and 0 < int(match.group(1)) <= len(lines):
+                message += f' — line {match.group(1)} reads: "{lines[int(match.group(1)) - 1].strip()}"'
+            raise forms.ValidationError(message, code="syntax") from None
+        if data is None:
+            data = self.expect() if isinstance(self.expect, type) else self.expect[0]()
+        if not isinstance(data, self.expect):
+            wanted = "a mapping (key: value)" if self.expect is dict else "a list"
+            raise forms.ValidationError(f"must be {wanted}", code="shape")
+        return data
+
+
+class NameListField(forms.CharField):
+    """Ordered names, comma-separated; each must be one of ``choices`` (suggested in a datalist)."""
+
+    def __init__(self, *, choices_label: str, **kwargs):
+        self.choices_label = choices_label
+        self.allowed: list[str] | None = []  # None: any name (the preview shows a missing one per platform)
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, (list, tuple)):
+            return ", ".join(value)
+        return value
+
+    def to_python(self, value):
+        text = super().to_python(value) or ""
+        return [name.strip() for name in text.split(",") if name.strip()]
+
+    def validate(self, value):
+        super().validate(value)
+        if self.allowed is None:
+            return
+        unknown = [name for name in value if name not in self.allowed]
+        if unknown:
+            known = ", ".join(self.allowed) if len(self.allowed) <= 8 else "pick one of the names suggested as you type"
+            raise forms.ValidationError(
+                f"{self.choices_label} '{unknown[0]}' does not exist ({known or 'there are none'})", code="unknown"
+            )
+
+
+class ChangeFields(forms.Form):
+    """The description and tags every saved change carries into its revision."""
+
+    change_description = forms.CharField(
+        required=False, label="Change description", help_text="Why you make this change (kept in the history)."
+    )
+    tags = forms.CharField(required=False, label="Tags", help_text="Comma-separated labels for this revision.")
+
+    def clean_tags(self):
+        return sorted({tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()})
+
+
+class PoolForm(ChangeFields):
+    """A pool: its fields, its ordered references by name and its platforms as a YAML/JSON document."""
+
+    name = forms.RegexField(regex=r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$", max_length=128, help_text=NAME_HELP)
+    description = forms.CharField(required=False)
+    backend = forms.ChoiceField()
+    default_platform = forms.CharField(required=False, help_text="One of the platforms below; empty for none.")
+    enable_maintenance = forms.BooleanField(required=False, label="Maintenance (no new workloads)")
+    common_pod_template = NameListField(
+        choices_label="pod template", label="Pod templates", help_text="In merge order, comma-separated."
+    )
+    common_resource_validations = NameListField(
+        choices_label="resource validation", label="Resource validations", help_text="In order, comma-separated."
+    )
+    common_default_variables = DocumentField(
+        label="Default variables", help_text="YAML or JSON, e.g. USER_GPU: 1", widget=forms.Textarea(attrs={"rows": 5})
+    )
+    platforms = DocumentField(
+        label="Platforms",
+        help_text="YAML or JSON: platform name → description, override_pod_template, resource_validations, "
+        "default_variables, …",
+    )
+    default_exec_timeout = forms.CharField(required=False, help_text="e.g. 2h, 30d, PT15M")
+    max_exec_timeout = forms.CharField(required=False)
+    default_queue_timeout = forms.CharField(required=False)
+    max_queue_timeout = forms.CharField(required=False)
+    gpu_guarantee = forms.IntegerField(
+        initial=-1, min_value=-1, label="GPU quota (guarantee)", help_text="-1: the node set's capacity."
+    )
+    gpu_maximum = forms.IntegerField(initial=-1, min_value=-1, label="GPU maximum", help_text="-1: no maximum.")
+    gpu_weight = forms.IntegerField(initial=1, min_value=0, label="GPU weight")
+
+    # Where a service problem about a body field is shown (fields not listed here go above the form).
+    FIELD_OF_BODY_KEY = {"resources": "gpu_guarantee", "name": "name"}
+
+    def __init__(self, *args, backends: list[str], templates: list[str], validations: list[str], editing: bool, **kw):
+        super().__init__(*args, **kw)
+        self.fields["backend"].choices = [(name, name) for name in backends]
+        self.fields["common_pod_template"].allowed = templates
+        self.fields["common_resource_validations"].allowed = validations
+        if editing:
+            self.fields["name"].disabled = True
+
+    @classmethod
+    def initial_from_body(cls, name: str, body: dict) -> dict:
+        """The form's initial values for a pool's canonical body."""
+        gpu = (body.get("resources") or {}).get("gpu") or {}
+        return {
+            "name": name,
+            **{
+                key: body.get(key)
+                for key in (
+                    "description",
+                    "backend",
+                    "default_platform",
+                    "enable_maintenance",
+                    "common_pod_template",
+                    "common_resource_validations",
+                    "default_exec_timeout",
+                    "max_exec_timeout",
+                    "default_queue_timeout",
+                    "max_queue_timeout",
+                )
+            },
+            "common_default_variables": document_text(body.get("common_default_variables") or {}),
+            "platforms": document_text(body.get("platforms") or {}),
+            "gpu_guarantee": gpu.get("guarantee", -1),
+            "gpu_maximum": gpu.get("maximum", -1),
+            "gpu_weight": gpu.get("weight", 1),
+        }
+
+    def body(self, base: dict | None = None) -> dict:
+        """The pool body to save: the edited fields over ``base`` (fields the form does not show are kept)."""
+        data = self.cleaned_data
+        body = dict(base or {})
+        body.pop("name", None)
+        for key in (
+            "description",
+            "backend",
+            "default_platform",
+            "enable_maintenance",
+            "common_pod_template",
+            "common_resource_validations",
+            "common_default_variables",
+            "platforms",
+            "default_exec_timeout",
+            "max_exec_timeout",
+            "default_queue_timeout",
+            "max_queue_timeout",
+        ):
+            body[key] = data.get(key)
+        resources = dict(body.get("resources") or {})
+        resources["gpu"] = {
+            "guarantee": data.get("gpu_guarantee", -1),
+            "maximum": data.get("gpu_maximum", -1),
+            "weight": data.get("gpu_weight", 1),
+        }
+        body["resources"] = resources
+        return body
+
+
+class DocumentForm(ChangeFields):
+    """A named object whose whole body is one document: a pod template, a validation set or a role."""
+
+    name = forms.RegexField(regex=r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$", max_length=128, help_text=NAME_HELP)
+    body = DocumentField(label="Body", help_text="YAML or JSON.")
+
+    FIELD_OF_BODY_KEY: dict[str, str] = {}
+
+    def __init__(self, *args, expect: type = dict, body_label: str = "Body", editing: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["body"].expect = expect
+        self.fields["body"].label = body_label
+        if editing:
+            self.fields["name"].disabled = True
+
+
+def attach_problems(form: forms.Form, error: ConfigError, *, default_field: str | None = None) -> None:
+    """Show each service problem next to the field it names; problems about no shown field go on top.
+
+    Problem fields look like ``pool 'gpu'.platforms.a100.override_pod_template``: the first key after the
+    object names the field, or ``FIELD_OF_BODY_KEY`` maps it to one.
+    """
+    mapping = getattr(form, "FIELD_OF_BODY_KEY", {})
+    for problem in error.problems:
+        path = problem.field.split("'.", 1)[1] if "'." in problem.field else ""
+        key = path.split(".", 1)[0] if path else ""
+        field = mapping.get(key, key) if key else default_field
+        message = f"{path}: {problem.message}" if path and path != key else problem.message
+        if field in form.fields:
+            form.add_error(field, message)
+        elif default_field and default_field in form.fields and path:
+            form.add_error(default_field, message)
+        else:
+            form.add_error(None, str(problem))
+
+
+class WhatIfForm(forms.Form):
+    """A request to check: pool, platform and the resources the workload asks for."""
+
+    pool = forms.ChoiceField()
+    platform = forms.CharField(required=False, help_text="Empty: the pool's default platform.")
+    cpu = forms.CharField(required=False, label="CPU", initial="4", help_text="Cores, e.g. 4 or 500m.")
+    gpu = forms.CharField(required=False, label="GPU", initial="1")
+    memory = forms.CharField(required=False, initial="16Gi", help_text="e.g. 16Gi")
+    storage = forms.CharField(required=False, initial="10Gi", help_text="e.g. 10Gi")
+
+    def __init__(self, *args, pools: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].choices = [(name, name) for name in pools]
+
+    def user_values(self) -> dict:
+        """The request as template variables (``USER_CPU`` …); whole numbers become numbers."""
+        values = {}
+        for field, variable in (
+            ("cpu", "USER_CPU"),
+            ("gpu", "USER_GPU"),
+            ("memory", "USER_MEMORY"),
+            ("storage", "USER_STORAGE"),
+        ):
+            text = (self.cleaned_data.get(field) or "").strip()
+            if text:
+                values[variable] = int(text) if re.fullmatch(r"\d+", text) else text
+        return values
+
+
+class RollbackForm(forms.Form):
+    """Confirmation of a rollback, with the reason recorded on the new revision."""
+
+    description = forms.CharField(required=False, label="Reason", help_text="Recorded on the new revision.")
+    confirm = forms.BooleanField(required=True, label="I have read the changes above and want to roll back")
+
+
+class RoleGenerateForm(forms.Form):
+    """The pool-name prefix of a generated ``osmo-<prefix>`` role."""
+
+    prefix = forms.RegexField(
+        regex=r"^[a-zA-Z0-9]([a-zA-Z0-9_.-]*)$",
+        max_length=120,
+        label="Pool name prefix",
+        help_text="Creates osmo-<prefix>: workflow:* and pool:Read on pool/<prefix>*.",
+    )

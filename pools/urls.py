@@ -1,0 +1,30 @@
+"""Routes of the web console (namespace ``pools``)."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "pools"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("pools/new/", views.pool_edit, name="pool-create"),
+    path("pools/preview/", views.pool_preview, name="pool-preview"),
+    path("pools/<str:name>/", views.pool_detail, name="pool"),
+    path("pools/<str:name>/usage/", views.pool_usage, name="pool-usage"),
+    path("pools/<str:name>/edit/", views.pool_edit, name="pool-edit"),
+    path("pools/<str:name>/maintenance/", views.pool_maintenance, name="pool-maintenance"),
+    path("nodes/", views.nodes, name="nodes"),
+    path("backends/", views.backends, name="backends"),
+    path("backends/<str:name>/sync/", views.backend_sync, name="backend-sync"),
+    path("backends/<str:name>/sync/status/", views.backend_sync_status, name="backend-sync-status"),
+    path("config/templates/preview/", views.template_preview, name="template-preview"),
+    path("config/<str:kind>/", views.document_list, name="documents"),
+    path("config/<str:kind>/new/", views.document_edit, name="document-create"),
+    path("config/<str:kind>/<str:name>/edit/", views.document_edit, name="document-edit"),
+    path("what-if/", views.what_if, name="what-if"),
+    path("history/", views.history, name="history"),
+    path("history/<str:config_type>/<int:revision>/", views.revision_detail, name="revision"),
+    path("history/<str:config_type>/<int:revision>/rollback/", views.revision_rollback, name="rollback"),
+    path("access/", views.roles, name="roles"),
+]

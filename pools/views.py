@@ -1,0 +1,779 @@
+"""Pages of the web console: server-rendered, with htmx fragments for live parts.
+
+Views stay thin: reads go through ``pools.selectors`` with ``user=request.user`` (an invisible pool is a
+404), writes through ``pools.services`` with a WEB actor, and every control that changes something is
+shown only to those allowed (``config:Update`` / ``backend:Update``) and refused (403) to the others.
+A URL that serves both a page and its htmx fragment says ``Vary: HX-Request``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.access import user_can
+
+from . import selectors, services
+from .choices import ChangeOrigin, ConfigType, PoolStatus
+from .configs import TYPE_LABELS, ConfigError, NotFound, normalize_body
+from .forms import (
+    DocumentForm,
+    PoolForm,
+    RoleGenerateForm,
+    RollbackForm,
+    WhatIfForm,
+    attach_problems,
+    document_text,
+)
+
+OVERVIEW_POLL_SECONDS = 5
+NODES_PER_PAGE = 100
+USAGE_RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
+SYNC_GIVE_UP = timedelta(minutes=2)
+PREVIEW_FIELDS = ("common_pod_template", "common_default_variables", "platforms")
+POOL_COLUMNS = [
+    "name",
+    "status",
+    "backend",
+    "shared",
+    "node_set",
+    "quota_used",
+    "quota_limit",
+    "quota_free",
+    "total_usage",
+    "total_capacity",
+    "total_free",
+]
+
+
+def allowed(user, action: str, resource: str = "") -> bool:
+    """Whether the signed-in user may do ``action`` on ``resource`` (the access layer decides)."""
+    return user_can(user, action, resource).allowed
+
+
+def can_update_config(user, config_type: ConfigType) -> bool:
+    return allowed(user, "config:Update", f"config/{config_type}")
+
+
+def actor_of(request) -> services.Actor:
+    return services.Actor(request.user.get_username(), ChangeOrigin.WEB)
+
+
+def not_found_as_404(view: Callable) -> Callable:
+    """A selector's NotFound (missing or invisible object) is a 404 page, whatever the view."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound as exc:
+            raise Http404(str(exc)) from None
+
+    return wrapper
+
+
+def page_or_fragment(request, page: str, fragment: str, context: dict) -> HttpResponse:
+    """The whole page, or only its live fragment for an htmx request; caches keep the two apart."""
+    response = render(request, fragment if request.htmx else page, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def export(rows: list[dict], columns: list[str], filename: str, fmt: str) -> HttpResponse:
+    """Rows as a CSV or JSON download (the same rows the table shows, without pagination)."""
+    if fmt == "json":
+        response = JsonResponse(rows, safe=False, json_dumps_params={"indent": 2})
+    else:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([row.get(column, "") for column in columns])
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+# --- overview ---------------------------------------------------------------------------------------------
+
+
+def overview_rows(request) -> tuple[list[dict], dict]:
+    """The visible pools with their node summary, filtered as the query string says."""
+    rows = selectors.pool_list(user=request.user)
+    filters = {
+        "q": request.GET.get("q", "").strip(),
+        "status": request.GET.get("status", ""),
+        "backend": request.GET.get("backend", ""),
+        "free": request.GET.get("free", ""),
+    }
+    backends = sorted({row["backend"] for row in rows})
+    if filters["q"]:
+        needle = filters["q"].lower()
+        rows = [row for row in rows if needle in row["name"].lower() or needle in row["description"].lower()]
+    if filters["status"]:
+        rows = [row for row in rows if row["status"] == filters["status"]]
+    if filters["backend"]:
+        rows = [row for row in rows if row["backend"] == filters["backend"]]
+    if filters["free"]:
+        rows = [row for row in rows if row["gpu"]["total_free"] > 0]
+    return rows, {"filters": filters, "backends": backends}
+
+
+@login_required
+@require_GET
+def overview(request):
+    """Every pool the user may see: status, GPU bar with the quota, sharing, free GPUs, node counts."""
+    rows, extra = overview_rows(request)
+    fmt = request.GET.get("format")
+    if fmt in ("csv", "json"):
+        flat = [
+            {
+                "name": row["name"],
+                "status": row["status"],
+                "backend": row["backend"],
+                "shared": row["shared"],
+                "node_set": " ".join(row["node_set"]) if fmt == "csv" else row["node_set"],
+                **row["gpu"],
+            }
+            for row in rows
+        ]
+        return export(flat, POOL_COLUMNS, "pools", fmt)
+    summary = selectors.pool_node_summary([row["name"] for row in rows])
+    empty = {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
+    for row in rows:
+        row["summary"] = summary.get(row["name"], empty)
+    totals = {
+        key: sum(row["gpu"][key] for row in rows if not row["shared"])
+        for key in ("total_usage", "total_capacity", "total_free")
+    }
+    context = {
+        "rows": rows,
+        "totals": totals,
+        "statuses": PoolStatus.values,
+        "poll_seconds": OVERVIEW_POLL_SECONDS,
+        "updated_at": timezone.now(),
+        "can_create": can_update_config(request.user, ConfigType.POOL),
+        **extra,
+    }
+    return page_or_fragment(request, "pools/overview.html", "pools/_pool_table.html", context)
+
+
+# --- one pool ---------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+@not_found_as_404
+def pool_detail(request, name: str):
+    """One pool: platforms with merged templates, nodes, workloads, rules, usage history, timeouts, quota."""
+    pool = selectors.pool_get(name, user=request.user)
+    body = selectors.pool_body(pool)
+    row = selectors.pool_list(names=[pool.name], user=request.user)[0]
+    state = selectors.config_state([ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION])
+    rendered = selectors.draft_render(pool_name=pool.name, pool=body, templates=state[ConfigType.POD_TEMPLATE])
+    rules = state[ConfigType.RESOURCE_VALIDATION]
+    platforms = []
+    for platform_name, result in rendered.items():
+        platform_body = body["platforms"].get(platform_name) or {}
+        names = body["common_resource_validations"] + list(platform_body.get("resource_validations") or [])
+        platforms.append(
+            {
+                "name": platform_name,
+                "body": platform_body,
+                "templates": result["templates"],
+                "error": result.get("error"),
+                "yaml": document_text(result["pod_template"]) if "pod_template" in result else "",
+                "json": json.dumps(result["pod_template"], indent=2) if "pod_template" in result else "",
+                "validations": [(n, rules.get(n, [])) for n in names],
+            }
+        )
+    summary = selectors.pool_node_summary([pool.name]).get(pool.name, {"nodes": {}, "platforms": {}})
+    products = sorted({p for info in summary["platforms"].values() for p in info["free_by_product"]})
+    context = {
+        "pool": pool,
+        "body": body,
+        "row": row,
+        "platforms": platforms,
+        "summary": summary,
+        "products": products,
+        "nodes": selectors.resource_list(pool=pool.name, user=request.user),
+        "workloads": selectors.pool_workloads(pool),
+        "can_edit": can_update_config(request.user, ConfigType.POOL),
+        "ranges": list(USAGE_RANGES),
+    }
+    return render(request, "pools/pool_detail.html", context)
+
+
+@login_required
+@require_GET
+@not_found_as_404
+def pool_usage(request, name: str):
+    """The usage history of a pool and of its GPU products as chart series (JSON for the chart script)."""
+    pool = selectors.pool_get(name, user=request.user)
+    period = USAGE_RANGES.get(request.GET.get("range", "24h"), USAGE_RANGES["24h"])
+    since = timezone.now() - period
+    summary = selectors.pool_node_summary([pool.name]).get(pool.name, {"platforms": {}})
+    products = sorted({p for info in summary["platforms"].values() for p in info["free_by_product"]})
+    series = {"used": {}, "capacity": {}, "quota_limit": {}}
+    for sample in selectors.usage_series(scope="pool", key=pool.name, since=since):
+        for key in series:
+            series[key][sample["at"]] = sample[key]
+    for product in products:
+        series[product] = {
+            sample["at"]: sample["used"] for sample in selectors.usage_series(scope="product", key=product, since=since)
+        }
+    times = sorted({at for values in series.values() for at in values})
+    return JsonResponse(
+        {
+            "times": [datetime.fromisoformat(at).timestamp() for at in times],
+            "series": [
+                {"label": label, "values": [values.get(at) for at in times]}
+                for label, values in (
+                    ("Used", series["used"]),
+                    ("Capacity", series["capacity"]),
+                    ("Quota", series["quota_limit"]),
+                    *((f"{product} used (all pools)", series[product]) for product in products),
+                )
+            ],
+        }
+    )
+
+
+@login_required
+@require_POST
+@not_found_as_404
+def pool_maintenance(request, name: str):
+    """Switch a pool's maintenance mode (a config change like any other, with its revision)."""
+    pool = selectors.pool_get(name, user=request.user)
+    if not can_update_config(request.user, ConfigType.POOL):
+        raise PermissionDenied("config:Update on config/POOL is needed")
+    body = selectors.pool_body(pool)
+    body["enable_maintenance"] = request.POST.get("enable") == "1"
+    services.config_update(
+        config_type=ConfigType.POOL,
+        name=pool.name,
+        data=body,
+        actor=actor_of(request),
+        description=f"{'Started' if body['enable_maintenance'] else 'Ended'} maintenance of pool {pool.name}",
+    )
+    return redirect("pools:pool", name=pool.name)
+
+
+def pool_form_for(request, *, data=None, initial=None, editing: bool) -> PoolForm:
+    state = selectors.config_state([ConfigType.BACKEND, ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION])
+    return PoolForm(
+        data,
+        initial=initial,
+        backends=sorted(state[ConfigType.BACKEND]),
+        templates=sorted(state[ConfigType.POD_TEMPLATE]),
+        validations=sorted(state[ConfigType.RESOURCE_VALIDATION]),
+        editing=editing,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@not_found_as_404
+def pool_edit(request, name: str | None = None):
+    """Create or edit a pool; problems are shown next to their field and nothing is saved."""
+    if not can_update_config(request.user, ConfigType.POOL):
+        if name:
+            selectors.pool_get(name, user=request.user)  # an invisible pool stays a 404
+        raise PermissionDenied("config:Update on config/POOL is needed")
+    base = selectors.pool_body(selectors.pool_get(name, user=request.user)) if name else {}
+    initial = PoolForm.initial_from_body(name, base) if name else {"backend": "default", "gpu_guarantee": -1}
+    form = pool_form_for(
+        request, data=request.POST if request.method == "POST" else None, initial=initial, editing=bool(name)
+    )
+    if request.method == "POST" and form.is_valid():
+        pool_name = name or form.cleaned_data["name"]
+        if not name and pool_name in selectors.config_state([ConfigType.POOL])[ConfigType.POOL]:
+            form.add_error("name", f"pool '{pool_name}' already exists")
+        else:
+            try:
+                services.config_update(
+                    config_type=ConfigType.POOL,
+                    name=pool_name,
+                    data=form.body(base),
+                    actor=actor_of(request),
+                    description=form.cleaned_data["change_description"],
+                    tags=form.cleaned_data["tags"],
+                )
+            except ConfigError as exc:
+                attach_problems(form, exc, default_field="platforms")
+            else:
+                return redirect("pools:pool", name=pool_name)
+    return render(request, "pools/pool_form.html", {"form": form, "name": name}, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def pool_preview(request):
+    """The merged template of every platform of the pool being edited, rendered without saving anything."""
+    if not can_update_config(request.user, ConfigType.POOL):
+        raise PermissionDenied("config:Update on config/POOL is needed")
+    name = request.POST.get("pool_name") or request.POST.get("name") or "draft"
+    form = pool_form_for(request, data=request.POST, editing=False)
+    form.fields["common_pod_template"].allowed = None
+    form.is_valid()
+    problems = [
+        f"{form.fields[field].label}: {message}"
+        for field, messages in form.errors.items()
+        if field in ("platforms", "common_default_variables", "common_pod_template")
+        for message in messages
+    ]
+    results = {}
+    if not problems:
+        try:
+            # Only what rendering reads: a half-typed timeout elsewhere must not hide the preview.
+            draft = {key: form.cleaned_data.get(key) for key in PREVIEW_FIELDS}
+            canonical = normalize_body(ConfigType.POOL, name, draft)
+        except ConfigError as exc:
+            problems = [str(problem) for problem in exc.problems]
+            canonical = None
+        if canonical is not None:
+            templates = selectors.config_state([ConfigType.POD_TEMPLATE])[ConfigType.POD_TEMPLATE]
+            results = selectors.draft_render(pool_name=name, pool=canonical, templates=templates)
+    return render(request, "pools/_preview.html", {"problems": problems, "results": _preview_results(results)})
+
+
+def _preview_results(results: dict) -> dict:
+    return {
+        platform: {**result, "yaml": document_text(result["pod_template"]) if "pod_template" in result else ""}
+        for platform, result in results.items()
+    }
+
+
+# --- documents: pod templates, validation sets, roles ------------------------------------------------------
+
+DOCUMENT_TYPES = {
+    "templates": (ConfigType.POD_TEMPLATE, dict, "Pod template (YAML or JSON)"),
+    "validations": (ConfigType.RESOURCE_VALIDATION, list, "Rules (YAML or JSON list)"),
+    "roles": (ConfigType.ROLE, dict, "Role (YAML or JSON: description, policies, external_roles, sync_mode)"),
+}
+
+
+def document_kind(kind: str) -> tuple[ConfigType, type, str]:
+    if kind not in DOCUMENT_TYPES:
+        raise Http404("no such config type")
+    return DOCUMENT_TYPES[kind]
+
+
+@login_required
+@require_GET
+def document_list(request, kind: str):
+    """Pod templates or validation sets, with the pools that use each one."""
+    config_type, _, _ = document_kind(kind)
+    if not allowed(request.user, "config:Read", f"config/{config_type}"):
+        raise Http404("not found")
+    state = selectors.config_state([config_type, ConfigType.POOL])
+    visible = {row["name"] for row in selectors.pool_list(user=request.user)}
+    from .configs import users_of
+
+    items = [
+        {
+            "name": item_name,
+            "body": body,
+            "used_by": [p for p in users_of(state, config_type, item_name) if p in visible],
+        }
+        for item_name, body in sorted(state[config_type].items())
+    ]
+    context = {
+        "kind": kind,
+        "label": TYPE_LABELS[config_type],
+        "items": items,
+        "can_edit": can_update_config(request.user, config_type),
+    }
+    return render(request, "pools/document_list.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def document_edit(request, kind: str, name: str | None = None):
+    """Create or edit a pod template, a validation set or a role as a YAML/JSON document."""
+    config_type, expect, body_label = document_kind(kind)
+    if not allowed(request.user, "config:Read", f"config/{config_type}"):
+        raise Http404("not found")
+    if not can_update_config(request.user, config_type):
+        raise PermissionDenied(f"config:Update on config/{config_type} is needed")
+    existing = selectors.config_state([config_type])[config_type]
+    if name and name not in existing:
+        raise Http404(f"{TYPE_LABELS[config_type]} '{name}' does not exist")
+    initial = {"name": name, "body": document_text(existing[name])} if name else {"body": ""}
+    form = DocumentForm(
+        request.POST if request.method == "POST" else None,
+        initial=initial,
+        expect=expect,
+        body_label=body_label,
+        editing=bool(name),
+    )
+    if request.method == "POST" and form.is_valid():
+        object_name = name or form.cleaned_data["name"]
+        if not name and object_name in existing:
+            form.add_error("name", f"{TYPE_LABELS[config_type]} '{object_name}' already exists")
+        else:
+            try:
+                services.config_update(
+                    config_type=config_type,
+                    name=object_name,
+                    data={object_name: form.cleaned_data["body"]},
+                    actor=actor_of(request),
+                    description=form.cleaned_data["change_description"],
+                    tags=form.cleaned_data["tags"],
+                )
+            except ConfigError as exc:
+                attach_problems(form, exc, default_field="body")
+            else:
+                return redirect(
+                    "pools:roles" if kind == "roles" else "pools:documents",
+                    **({} if kind == "roles" else {"kind": kind}),
+                )
+    users = []
+    if name and config_type == ConfigType.POD_TEMPLATE:
+        from .configs import users_of
+
+        users = users_of(selectors.config_state([config_type, ConfigType.POOL]), config_type, name)
+    context = {
+        "form": form,
+        "kind": kind,
+        "label": TYPE_LABELS[config_type],
+        "name": name,
+        "preview_pools": users,
+        "previewable": config_type == ConfigType.POD_TEMPLATE,
+    }
+    return render(request, "pools/document_form.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def template_preview(request):
+    """A pool's merged template with the pod template being edited in place of the saved one, unsaved."""
+    if not can_update_config(request.user, ConfigType.POD_TEMPLATE):
+        raise PermissionDenied("config:Update on config/POD_TEMPLATE is needed")
+    form = DocumentForm(request.POST, expect=dict)
+    form.is_valid()
+    if "body" in form.errors:
+        return render(request, "pools/_preview.html", {"problems": form.errors["body"], "results": {}})
+    name = request.POST.get("template_name") or request.POST.get("name") or "draft"
+    pool_name = request.POST.get("preview_pool", "")
+    templates = selectors.config_state([ConfigType.POD_TEMPLATE])[ConfigType.POD_TEMPLATE]
+    templates[name] = form.cleaned_data["body"]
+    if not pool_name:
+        results = selectors.draft_render(
+            pool_name="preview", pool={"common_pod_template": [name], "platforms": {}}, templates=templates
+        )
+    else:
+        try:
+            pool = selectors.pool_get(pool_name, user=request.user)
+        except NotFound:
+            raise Http404("no such pool") from None
+        results = selectors.draft_render(pool_name=pool.name, pool=selectors.pool_body(pool), templates=templates)
+    return render(request, "pools/_preview.html", {"problems": [], "results": _preview_results(results)})
+
+
+# --- nodes ------------------------------------------------------------------------------------------------
+
+NODE_COLUMNS = [
+    "node",
+    "backend",
+    "pool",
+    "platform",
+    "type",
+    "status",
+    "gpu_product",
+    "gpu_used",
+    "gpu_capacity",
+    "cpu_used",
+    "cpu_capacity",
+    "memory_gi_used",
+    "memory_gi_capacity",
+    "reason",
+]
+
+
+@login_required
+@require_GET
+@not_found_as_404
+def nodes(request):
+    """Every (node, pool, platform) row the user may see, filterable, with labels, taints and reasons."""
+    filters = {
+        key: request.GET.get(key, "").strip() for key in ("q", "pool", "platform", "gpu_product", "status", "type")
+    }
+    rows = selectors.resource_list(
+        pool=filters["pool"] or None,
+        platform=(filters["platform"] or None) if filters["pool"] else None,
+        user=request.user,
+    )
+    details = selectors.node_details({row["node"] for row in rows})
+    products, platforms = set(), set()
+    for row in rows:
+        info = details.get(row["node"], {})
+        row.update(
+            backend=info.get("backend", ""),
+            labels=info.get("labels", {}),
+            taints=info.get("taints", []),
+            gpu_product=info.get("gpu_product", ""),
+            status="available" if row["available"] else "cordoned" if info.get("cordoned") else "unavailable",
+        )
+        if row["gpu_product"]:
+            products.add(row["gpu_product"])
+        if row["platform"]:
+            platforms.add(row["platform"])
+    if filters["platform"]:
+        rows = [row for row in rows if row["platform"] == filters["platform"]]
+    if filters["gpu_product"]:
+        rows = [row for row in rows if row["gpu_product"] == filters["gpu_product"]]
+    if filters["status"]:
+        rows = [row for row in rows if row["status"] == filters["status"]]
+    if filters["type"]:
+        rows = [row for row in rows if row["type"] == filters["type"]]
+    if filters["q"]:
+        needle = filters["q"].lower()
+        rows = [
+            row
+            for row in rows
+            if needle in row["node"].lower() or any(needle in f"{k}={v}".lower() for k, v in row["labels"].items())
+        ]
+    fmt = request.GET.get("format")
+    if fmt in ("csv", "json"):
+        flat = [
+            {
+                "node": row["node"],
+                "backend": row["backend"],
+                "pool": row["pool"],
+                "platform": row["platform"],
+                "type": row["type"],
+                "status": row["status"],
+                "gpu_product": row["gpu_product"],
+                "gpu_used": row["gpu"]["used"],
+                "gpu_capacity": row["gpu"]["capacity"],
+                "cpu_used": row["cpu"]["used"],
+                "cpu_capacity": row["cpu"]["capacity"],
+                "memory_gi_used": row["memory_gi"]["used"],
+                "memory_gi_capacity": row["memory_gi"]["capacity"],
+                "reason": row["reason"],
+            }
+            for row in rows
+        ]
+        return export(flat, NODE_COLUMNS, "nodes", fmt)
+    page = Paginator(rows, NODES_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "count": len(rows),
+        "filters": filters,
+        "pools": [row["name"] for row in selectors.pool_list(user=request.user)],
+        "products": sorted(products),
+        "platforms": sorted(platforms),
+        "types": ["RESERVED", "SHARED", "UNUSED"],
+        "statuses": ["available", "unavailable", "cordoned"],
+    }
+    return page_or_fragment(request, "pools/nodes.html", "pools/_node_table.html", context)
+
+
+# --- backends ---------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def backends(request):
+    """Each backend the user may read: sync status, last contact, duration, last error, node counts."""
+    rows = [
+        row for row in selectors.backend_health() if allowed(request.user, "backend:Read", f"backend/{row['name']}")
+    ]
+    window = timedelta(seconds=settings.GPUPOOL["ONLINE_WINDOW_SECONDS"])
+    now = timezone.now()
+    for row in rows:
+        row["online"] = bool(row["last_heartbeat"] and now - row["last_heartbeat"] < window)
+        row["can_sync"] = allowed(request.user, "backend:Update", f"backend/{row['name']}")
+    return render(request, "pools/backends.html", {"rows": rows})
+
+
+@login_required
+@require_POST
+@not_found_as_404
+def backend_sync(request, name: str):
+    """Queue a sync of the backend and answer the progress fragment that polls until it is done."""
+    backend = selectors.backend_get(name, user=request.user)
+    if not allowed(request.user, "backend:Update", f"backend/{name}"):
+        raise PermissionDenied("backend:Update is needed")
+    requested = timezone.now()
+    from .tasks import sync_backend
+
+    sync_backend.delay(backend.pk)
+    return render(
+        request, "pools/_sync_progress.html", {"name": name, "since": requested.timestamp(), "state": "queued"}
+    )
+
+
+@login_required
+@require_GET
+@not_found_as_404
+def backend_sync_status(request, name: str):
+    """Progress of a requested sync; answers 286 once it finished or failed, so htmx stops polling."""
+    backend = selectors.backend_get(name, user=request.user)
+    try:
+        since = datetime.fromtimestamp(float(request.GET.get("since", "")), tz=UTC)
+    except ValueError:
+        return HttpResponse("since= is needed", status=400)
+    state = "running"
+    if backend.last_sync_at and backend.last_sync_at >= since:
+        state = "done"
+    elif backend.last_sync_error and timezone.now() - since > timedelta(seconds=2):
+        state = "failed"
+    elif timezone.now() - since > SYNC_GIVE_UP:
+        state = "timeout"
+    context = {"name": name, "since": since.timestamp(), "state": state, "backend": backend}
+    return render(request, "pools/_sync_progress.html", context, status=200 if state == "running" else 286)
+
+
+# --- what-if ----------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def what_if(request):
+    """Pick a pool and platform, enter resources: the merged pod spec and the verdict per node, nothing submitted."""
+    pools = [row["name"] for row in selectors.pool_list(user=request.user)]
+    # A link with only ?pool= preselects the pool; the check runs once the request itself is given.
+    submitted = any(key in request.GET for key in ("platform", "cpu", "gpu", "memory", "storage"))
+    form = WhatIfForm(request.GET if submitted else None, pools=pools, initial={"pool": request.GET.get("pool")})
+    result = None
+    if submitted and form.is_valid():
+        values = form.user_values()
+        pool_name, platform = form.cleaned_data["pool"], form.cleaned_data["platform"] or None
+        try:
+            rendered = selectors.pool_render(
+                pool_name=pool_name, platform=platform, user_values=values, user=request.user
+            )
+            verdict = selectors.pool_check(
+                pool_name=pool_name, platform=platform, user_values=values, user=request.user
+            )
+        except NotFound as exc:
+            form.add_error("platform" if platform else "pool", str(exc))
+        except ConfigError as exc:
+            form.add_error(None, str(exc))
+        else:
+            result = {"rendered": rendered, "yaml": document_text(rendered["pod_template"]), "verdict": verdict}
+    platforms = {}
+    for row in selectors.config_state([ConfigType.POOL])[ConfigType.POOL].items():
+        if row[0] in pools:
+            platforms[row[0]] = sorted(row[1]["platforms"]) or ["default"]
+    context = {"form": form, "result": result, "platforms": platforms}
+    return page_or_fragment(request, "pools/what_if.html", "pools/_what_if_result.html", context)
+
+
+# --- history ----------------------------------------------------------------------------------------------
+
+
+def readable_types(user) -> list[ConfigType]:
+    return [t for t in ConfigType if allowed(user, "config:Read", f"config/{t}")]
+
+
+@login_required
+@require_GET
+def history(request):
+    """Revisions per config type: who, when, what, tags; each opens its diff and rollback."""
+    types = readable_types(request.user)
+    chosen = request.GET.get("type", "")
+    revisions = selectors.config_history(config_type=chosen or None).filter(config_type__in=types)
+    if chosen and chosen not in types:
+        revisions = revisions.none()
+    page = Paginator(revisions, 50).get_page(request.GET.get("page"))
+    return render(request, "pools/history.html", {"page": page, "types": types, "chosen": chosen})
+
+
+def readable_revision(request, config_type: str, revision: int):
+    if config_type not in ConfigType.values or config_type not in readable_types(request.user):
+        raise Http404("no such revision")
+    try:
+        return selectors.config_revision_get(config_type=ConfigType(config_type), revision=revision)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+
+
+@login_required
+@require_GET
+def revision_detail(request, config_type: str, revision: int):
+    """One revision: what it changed, side by side with the revision before it."""
+    target = readable_revision(request, config_type, revision)
+    previous = selectors.config_history(config_type=ConfigType(config_type)).filter(revision__lt=revision).first()
+    if previous:
+        diff = selectors.config_diff(config_type=ConfigType(config_type), revision=previous.revision, other=revision)
+    else:
+        diff = ""
+    context = {
+        "revision": target,
+        "previous": previous,
+        "diff": diff,
+        "snapshot": "" if previous else document_text(target.snapshot),
+        "can_rollback": can_update_config(request.user, ConfigType(config_type)),
+    }
+    return render(request, "pools/revision.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def revision_rollback(request, config_type: str, revision: int):
+    """Confirm, then restore a config type to a revision (a new revision; refused with the reason if unsafe)."""
+    target = readable_revision(request, config_type, revision)
+    ctype = ConfigType(config_type)
+    if not can_update_config(request.user, ctype):
+        raise PermissionDenied(f"config:Update on config/{config_type} is needed")
+    form = RollbackForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            created = services.config_rollback(
+                config_type=ctype,
+                revision=revision,
+                actor=actor_of(request),
+                description=form.cleaned_data["description"],
+            )
+        except ConfigError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("pools:revision", config_type=config_type, revision=created[0].revision)
+    diff = selectors.config_diff(config_type=ctype, revision=revision)
+    context = {"revision": target, "diff": diff, "form": form}
+    return render(request, "pools/rollback.html", context, status=400 if form.errors else 200)
+
+
+# --- access -----------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def roles(request):
+    """Roles, their policies and the pools each reaches; generate a pool role."""
+    if not allowed(request.user, "role:Read", "") and not allowed(request.user, "config:Read", "config/ROLE"):
+        raise Http404("not found")
+    can_edit = can_update_config(request.user, ConfigType.ROLE)
+    form = RoleGenerateForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST":
+        if not can_edit:
+            raise PermissionDenied("config:Update on config/ROLE is needed")
+        if form.is_valid():
+            role_name = f"osmo-{form.cleaned_data['prefix']}"
+            try:
+                services.pool_role_generate(name=role_name, actor=actor_of(request))
+            except ConfigError as exc:
+                form.add_error("prefix", str(exc))
+            else:
+                return redirect(f"{reverse('pools:roles')}#role-{role_name}")
+    visible = [row["name"] for row in selectors.pool_list(user=request.user)]
+    context = {"rows": selectors.role_reach(pool_names=visible), "form": form, "can_edit": can_edit}
+    return render(request, "pools/roles.html", context, status=400 if form.errors else 200)

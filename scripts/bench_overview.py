@@ -1,0 +1,148 @@
+#!/usr/bin/env python
+"""Benchmark: the web console's overview page with 200 pools over a simulated fleet of 5,000 nodes.
+
+Builds the configuration through ``pools.services`` on a fresh database (a temporary SQLite file unless
+DATABASE_URL is set): one simulated backend of 5,000 nodes, one pod template per (zone, instance type) and
+200 pools spread over them (so many pools share nodes, as in real clusters), syncs the backend, then times
+``GET /`` for a superuser with Django's test client and prints the median, p95 and the SQL query count.
+
+    .venv/bin/python scripts/bench_overview.py [--pools 200] [--nodes 5000] [--iterations 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def setup_django() -> None:
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["VAR_DIR"] = tempfile.mkdtemp(prefix="bench-overview-")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def build(pools: int, nodes: int) -> None:
+    """The fleet and the pools, through the services like any other configuration."""
+    from pools import services
+    from pools.choices import ConfigType
+    from pools.inventory.simulated import SimulatedFleet
+    from pools.models import Backend
+
+    actor = services.Actor("bench")
+    sample = SimulatedFleet(seed=7, size=nodes, blueprint=None).nodes(time.time())
+    groups = sorted(
+        {
+            (
+                node["metadata"]["labels"]["topology.kubernetes.io/zone"],
+                node["metadata"]["labels"]["node.kubernetes.io/instance-type"],
+            )
+            for node in sample
+        }
+    )
+    templates = {
+        f"sel-{index}": {
+            "spec": {
+                "nodeSelector": {"topology.kubernetes.io/zone": zone, "node.kubernetes.io/instance-type": instance},
+                "tolerations": [{"operator": "Exists"}],
+            }
+        }
+        for index, (zone, instance) in enumerate(groups)
+    }
+    bodies = {
+        f"pool-{index:03d}": {
+            "backend": "bench",
+            "description": f"benchmark pool {index}",
+            "common_pod_template": [f"sel-{index % len(groups)}"],
+            "common_resource_validations": ["default_cpu", "default_gpu"],
+            "resources": {"gpu": {"guarantee": 8 * (index % 4) - 1 if index % 4 else -1}},
+        }
+        for index in range(pools)
+    }
+    services.config_apply(
+        changes={
+            ConfigType.BACKEND: {"bench": {"kind": "simulated", "seed": 7, "size": nodes}},
+            ConfigType.POD_TEMPLATE: templates,
+            ConfigType.POOL: bodies,
+        },
+        actor=actor,
+    )
+    services.backend_sync(backend=Backend.objects.get(name="bench"))
+
+
+def measure(iterations: int) -> dict:
+    from django.contrib.auth import get_user_model
+    from django.db import connection, reset_queries
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
+    client = Client()
+    client.force_login(user)
+    client.get("/")  # warm-up: templates compiled, caches filled
+    times = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        response = client.get("/")
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200
+    reset_queries()  # the query log holds at most 9,000 entries; a full one would hide what is captured
+    with CaptureQueriesContext(connection) as captured:
+        client.get("/")
+    fragment = []
+    for _ in range(iterations):
+        started = time.perf_counter()
+        client.get("/", HTTP_HX_REQUEST="true")
+        fragment.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return {
+        "median": statistics.median(times),
+        "p95": times[max(0, round(0.95 * len(times)) - 1)],
+        "fragment_median": statistics.median(fragment),
+        "queries": len(captured),
+        "bytes": len(response.content),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pools", type=int, default=200)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--iterations", type=int, default=15)
+    args = parser.parse_args()
+    setup_django()
+    from django.conf import settings
+
+    from pools.models import NodeMembership, Pod
+
+    started = time.perf_counter()
+    build(args.pools, args.nodes)
+    print(
+        f"built {args.pools} pools over {args.nodes} nodes in {time.perf_counter() - started:.1f} s "
+        f"({NodeMembership.objects.count()} memberships, {Pod.objects.count()} pods) "
+        f"on {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
+    )
+    figures = measure(args.iterations)
+    print(
+        f"GET / (overview page): median {figures['median']:.1f} ms, p95 {figures['p95']:.1f} ms, "
+        f"{figures['queries']} SQL queries, {figures['bytes'] / 1024:.0f} KiB; "
+        f"htmx fragment median {figures['fragment_median']:.1f} ms ({args.iterations} iterations)"
+    )
+
+
+if __name__ == "__main__":
+    main()

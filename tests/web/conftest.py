@@ -1,0 +1,48 @@
+"""Fixtures of the web console tests: the demo plus two team-a pools, and users with and without roles."""
+
+from __future__ import annotations
+
+import pytest
+from console_data import add_team_pools, make_user
+
+from pools import services
+
+
+@pytest.fixture
+def console(demo):
+    """The demo with pools ``team-a`` and ``team-a-gpu`` and the generated role ``osmo-team-a``."""
+    add_team_pools("team-a", "team-a-gpu")
+    services.pool_role_generate(name="osmo-team-a", actor=services.Actor("tester"))
+
+
+@pytest.fixture
+def admin_user(console, django_user_model):
+    return make_user(django_user_model, "root", is_superuser=True, is_staff=True)
+
+
+@pytest.fixture
+def team_user(console, django_user_model):
+    return make_user(django_user_model, "alice", "osmo-team-a")
+
+
+@pytest.fixture
+def nobody(console, django_user_model):
+    return make_user(django_user_model, "nobody")
+
+
+@pytest.fixture
+def as_admin(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
+def as_team(client, team_user):
+    client.force_login(team_user)
+    return client
+
+
+@pytest.fixture
+def as_nobody(client, nobody):
+    client.force_login(nobody)
+    return client

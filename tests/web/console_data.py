@@ -1,0 +1,28 @@
+"""Data the web console tests build: pools shaped like the demo's and users holding given roles."""
+
+from __future__ import annotations
+
+import copy
+
+from django.contrib.auth.models import Group
+
+from pools import selectors, services
+from pools.choices import ConfigType
+
+PASSWORD = "console-test-pw"
+
+
+def add_team_pools(*names: str) -> None:
+    """Pools shaped like the demo's ``team-development`` (same backend and templates), under other names."""
+    shown = selectors.config_show(config_type=ConfigType.POOL, name="team-development")
+    body = copy.deepcopy(shown["team-development"])
+    services.config_apply(
+        changes={ConfigType.POOL: {name: {**body, "description": f"{name} pool"} for name in names}},
+        actor=services.Actor("tester"),
+    )
+
+
+def make_user(django_user_model, username: str, *roles: str, **flags):
+    user = django_user_model.objects.create_user(username, password=PASSWORD, **flags)
+    user.groups.set(Group.objects.filter(name__in=roles))
+    return user

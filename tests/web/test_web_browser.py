@@ -1,0 +1,195 @@
+"""The console in a real browser (Chromium driven by Playwright) against a live server on the demo fleet.
+
+One journey, as an administrator would take it: sign in, watch the overview update live, open a pool, edit it
+with a missing template reference (inline error, nothing saved), fix it, run a what-if check, roll the change
+back. Every page is saved as a screenshot in ``var/screenshots/`` for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from console_data import PASSWORD, make_user
+from django.conf import settings
+from service_checks import service_unavailable
+
+from pools import selectors, services
+from pools.inventory.sources import SimulatedSource
+from pools.models import Backend, ConfigRevision
+from pools.services.inventory import node_pool_names
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+TIMEOUT_MS = 20_000
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """A headless Chromium page; skipped locally (failed in CI) when Playwright or Chromium is missing."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        service_unavailable("playwright is not installed (pip install -r requirements.txt)")
+    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    if not executable:
+        service_unavailable("chromium is not installed (apt-get install -y chromium)")
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        page = chromium.new_page(viewport={"width": 1360, "height": 640})
+        page.set_default_timeout(TIMEOUT_MS)
+        yield page
+        chromium.close()
+
+
+@pytest.fixture
+def live_demo(transactional_db):
+    """The demo on a database that other transactional tests may have flushed (built-ins included)."""
+    services.builtins_restore(actor=services.SYSTEM)
+    assert services.demo_install()
+
+
+def shoot(page, name: str) -> None:
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def sync_later(backend_name: str, seconds_ahead: float) -> None:
+    """Sync a simulated backend as its fleet will be ``seconds_ahead`` from now (its pods come and go with time)."""
+    backend = Backend.objects.get(name=backend_name)
+    moment = time.time() + seconds_ahead
+    source = SimulatedSource(
+        seed=backend.seed or 0,
+        size=backend.size,
+        blueprint_path=backend.source,
+        pool_labels=lambda nodes: node_pool_names(backend, nodes),
+        clock=lambda: moment,
+    )
+    services.backend_sync(backend=backend, source=source)
+
+
+def gpus_in_use(admin, names: set[str]) -> str:
+    rows = [row for row in selectors.pool_list(user=admin) if row["name"] in names and not row["shared"]]
+    return f"{sum(row['gpu']['total_usage'] for row in rows):,}"
+
+
+def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, live_server, browser, django_user_model):
+    admin = make_user(django_user_model, "ops", is_superuser=True, is_staff=True)
+    page = browser
+
+    # Sign in through the local form.
+    page.goto(f"{live_server.url}/pools/team-development/")
+    assert "/accounts/login/" in page.url
+    shoot(page, "00-sign-in")
+    page.fill("#id_username", "ops")
+    page.fill("#id_password", PASSWORD)
+    page.click("form[action*='login'] [type=submit]")
+    page.wait_for_url(f"{live_server.url}/pools/team-development/")
+
+    # The overview updates itself: filters, scroll position and page state survive the refresh.
+    page.goto(f"{live_server.url}/")
+    page.fill("#id_q", "robotics")
+    page.wait_for_function("document.querySelectorAll('#pool-table tr[data-pool]').length === 3")
+    page.evaluate("window.consoleMarker = 'kept'; window.scrollTo(0, 200)")
+    scrolled = page.evaluate("window.scrollY")
+    stamp = page.inner_text("[data-testid=updated-at]")
+    shoot(page, "01-overview")
+    sync_later("gpu-cluster-01", 1800)
+    sync_later("graphics-cluster-01", 1800)
+    expected = gpus_in_use(admin, {"robotics-training", "robotics-simulation", "robotics-inference"})
+    page.wait_for_function(
+        "([stamp, expected]) => {"
+        " const now = document.querySelector('[data-testid=updated-at]').innerText;"
+        " const used = document.querySelector('[data-testid=gpu-used]').innerText.split(' ')[0];"
+        " return now !== stamp && used === expected; }",
+        arg=[stamp, expected],
+    )
+    assert page.evaluate("window.consoleMarker") == "kept"
+    assert page.input_value("#id_q") == "robotics"
+    assert page.evaluate("window.scrollY") == scrolled
+    assert page.locator("#pool-table tr[data-pool]").count() == 3
+    shoot(page, "02-overview-updated")
+
+    # A pool page: platforms with their merged templates, nodes, workloads.
+    page.fill("#id_q", "")
+    page.click("a:has-text('team-development')")
+    page.wait_for_url("**/pools/team-development/")
+    assert page.locator("details.platform").count() == 2
+    assert "nodeSelector" in page.inner_text("details.platform[open] pre.doc >> nth=0")
+    shoot(page, "03-pool")
+
+    # Edit with a missing template reference: the error sits next to the field and nothing is saved.
+    revisions = ConfigRevision.objects.count()
+    page.click("text=Edit pool")
+    page.wait_for_selector("#preview h3")
+    shoot(page, "04-pool-edit")
+    page.fill("#id_common_pod_template", "default_amd64, development_template, gpu_typo_template")
+    page.click("button:has-text('Save pool')")
+    error = page.locator("#id_common_pod_template-error")
+    error.wait_for()
+    assert "gpu_typo_template" in error.inner_text()
+    assert ConfigRevision.objects.count() == revisions
+    shoot(page, "05-pool-edit-error")
+
+    # Fix it and save: the change is a revision.
+    page.fill("#id_common_pod_template", "default_amd64, development_template")
+    page.fill("#id_description", "Development pool, edited in the browser")
+    page.fill("#id_change_description", "Describe the pool better")
+    page.click("button:has-text('Save pool')")
+    page.wait_for_url("**/pools/team-development/")
+    assert "edited in the browser" in page.inner_text(".page-head")
+    assert ConfigRevision.objects.count() == revisions + 1
+
+    # What-if: the merged spec and the verdict per node, without submitting anything.
+    page.click("text=What-if check")
+    page.fill("#id_platform", "small-gpu")
+    page.fill("#id_gpu", "1")
+    page.click("button:has-text('Check')")
+    verdict = page.locator("[data-testid=verdict]")
+    verdict.wait_for()
+    assert "Fits" in verdict.inner_text()
+    assert "a10g-d-001" in page.inner_text("#what-if-result")
+    shoot(page, "06-what-if")
+
+    # History: the change side by side, then roll back to the revision before it.
+    latest = ConfigRevision.objects.filter(config_type="POOL").order_by("-revision").first()
+    page.goto(f"{live_server.url}/history/?type=POOL")
+    shoot(page, "07-history")
+    page.click(f"a:has-text('POOL:{latest.revision}')")
+    assert "edited in the browser" in page.inner_text("table.diff")
+    shoot(page, "08-revision-diff")
+    page.goto(f"{live_server.url}/history/POOL/{latest.revision - 1}/")
+    page.click("text=Roll back to this revision")
+    shoot(page, "09-rollback-confirm")
+    page.check("#id_confirm")
+    page.click("button:has-text('Roll back')")
+    page.wait_for_url(f"**/history/POOL/{latest.revision + 1}/")
+    pool = selectors.pool_get("team-development")
+    assert pool.description == "Development pool for prototyping and testing"
+
+    # The other pages, for the record: nodes, backends (with a sync), templates with the live preview, access.
+    page.goto(f"{live_server.url}/nodes/?pool=robotics-training")
+    shoot(page, "10-nodes")
+    page.goto(f"{live_server.url}/backends/")
+    page.click("#sync-dev-cluster-01 button")
+    page.wait_for_selector("#sync-dev-cluster-01 [data-sync-state=done]")
+    shoot(page, "11-backends")
+    page.goto(f"{live_server.url}/config/templates/training_optimized/edit/")
+    page.wait_for_selector("#preview h3")
+    shoot(page, "12-template-edit")
+    page.goto(f"{live_server.url}/access/")
+    shoot(page, "13-access")
