@@ -10,12 +10,14 @@ import difflib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Count, DecimalField, F, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from accounts.models import Role
@@ -37,10 +39,15 @@ from .models import (
     Pool,
     PoolPodUsage,
     ResourceValidation,
+    placements_pairs,
 )
 
 DEFAULT_PLATFORM = "default"
 GI = Decimal(1024**3)
+# A node's free GPUs, never negative (a node may report more in use than allocatable).
+NODE_FREE_GPUS = Greatest(
+    F("gpu") - F("gpu_used"), Value(0), output_field=DecimalField(max_digits=14, decimal_places=3)
+)
 
 
 # --- config documents ------------------------------------------------------------------------------
@@ -363,25 +370,70 @@ def pool_status(pool: Pool, *, now=None) -> str:
     return PoolStatus.OFFLINE
 
 
+@dataclass(frozen=True)
+class NodeGroup:
+    """Nodes of one backend that share their placements, availability, cordoning and GPU product, summed.
+
+    ``free`` adds up ``max(0, gpu - used)`` node by node. Every node with a placement is in exactly one group.
+    """
+
+    placements: tuple[tuple[int, str], ...]
+    available: bool
+    cordoned: bool
+    product: str
+    nodes: int
+    gpu: Decimal
+    free: Decimal
+
+    @property
+    def pool_ids(self) -> frozenset[int]:
+        return frozenset(pool_id for pool_id, _ in self.placements)
+
+
+def node_groups(backend_ids: Iterable[int]) -> list[NodeGroup]:
+    """The placed nodes of these backends grouped in the database (one statement, so one consistent state).
+
+    A fleet has few distinct groups however many nodes and memberships it has, so only a few rows travel:
+    the pool summaries read these instead of every membership.
+    """
+    rows = (
+        Node.objects.filter(backend_id__in=list(backend_ids))
+        .exclude(placements="")
+        .order_by()
+        .values("placements", "available", "unschedulable", "gpu_product")
+        .annotate(count=Count("id"), gpus=Sum("gpu"), free_gpus=Sum(NODE_FREE_GPUS))
+        .values_list("placements", "available", "unschedulable", "gpu_product", "count", "gpus", "free_gpus")
+    )
+    return [
+        NodeGroup(
+            placements=tuple(placements_pairs(placements)),
+            available=available,
+            cordoned=unschedulable,
+            product=product,
+            nodes=nodes,
+            gpu=gpu,
+            free=free,
+        )
+        for placements, available, unschedulable, product, nodes, gpu, free in rows
+    ]
+
+
 def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
     """GPU accounting (SEMANTICS.md §6) for every pool of these backends, by pool id, in three queries.
 
-    Reads the usage sync keeps on nodes and in ``PoolPodUsage``, never the pods themselves. Memberships
-    and the node numbers come from one joined query: a watcher may add a node and its memberships at any
-    moment, and one statement sees one consistent state on every database.
+    Reads the usage sync keeps on nodes and in ``PoolPodUsage``, never the pods themselves. The engine
+    receives one stand-in node per ``node_groups`` row instead of every node: each real node is in exactly
+    one group, so node sets, capacity and free GPUs come out the same (``tests/test_pool_summary.py``).
     """
     backend_ids = set(backend_ids)
     pools = list(Pool.objects.filter(backend_id__in=backend_ids).values("id", "name", "backend_id", "resources"))
     nodes: dict[str, NodeGpu] = {}
     members = defaultdict(set)
-    for pool_id, node_id, gpu, used, available in (
-        NodeMembership.objects.filter(pool__backend_id__in=backend_ids)
-        .order_by()
-        .values_list("pool_id", "node_id", "node__gpu", "node__gpu_used", "node__available")
-    ):
-        key = str(node_id)
-        members[pool_id].add(key)
-        nodes[key] = NodeGpu(name=key, capacity=gpu, used=used, available=available)
+    for index, group in enumerate(node_groups(backend_ids)):
+        key = f"group-{index}"
+        nodes[key] = NodeGpu(name=key, capacity=group.gpu, used=group.gpu - group.free, available=group.available)
+        for pool_id in group.pool_ids:
+            members[pool_id].add(key)
     usage = {
         (backend_id, pool_name): (gpu, quota)
         for backend_id, pool_name, gpu, quota in PoolPodUsage.objects.filter(backend_id__in=backend_ids).values_list(
@@ -417,6 +469,9 @@ def pool_list(*, names: Iterable[str] | None = None, with_ids: bool = False, use
         pools = [pool for pool in pools if pool.name in visible]
     summary = pool_gpu_summary({pool.backend_id for pool in pools})
     id_names = dict(Pool.objects.filter(backend_id__in={p.backend_id for p in pools}).values_list("id", "name"))
+    if user is not None:  # a node set names only the pools the user may see (the sharing itself stays visible)
+        named = visible_pool_filter(user, id_names.values())
+        id_names = {key: name for key, name in id_names.items() if name in named}
     now = timezone.now()
     rows = []
     for pool in pools:
@@ -667,33 +722,30 @@ def draft_render(*, pool_name: str, pool: dict, templates: dict[str, Any], user_
 def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
     """Per pool name: node counts (ready / not ready / cordoned) and free GPUs by product per platform.
 
-    One query whatever the number of pools and nodes: the memberships with their nodes and the nodes' stored
-    GPU use. A node counts once per pool even when several of its platforms select it.
+    Two queries whatever the number of pools and nodes (the pools, then ``node_groups``). A node counts once
+    per pool even when several of its platforms select it. Free GPUs are counted on available nodes with a
+    GPU product label: ``max(0, gpu - used)`` per node, summed.
     """
-    rows = NodeMembership.objects.filter(pool__name__in=list(pool_names)).values_list(
-        "pool__name",
-        "platform_name",
-        "node_id",
-        "node__gpu",
-        "node__gpu_used",
-        "node__gpu_product",
-        "node__available",
-        "node__unschedulable",
-    )
+    pools = dict(Pool.objects.filter(name__in=list(pool_names)).values_list("id", "name"))
+    backend_ids = Pool.objects.filter(pk__in=list(pools)).values_list("backend_id", flat=True)
     summary: dict[str, dict] = {}
-    seen: set[tuple[str, int]] = set()
-    for pool_name, platform_name, node_id, gpu, gpu_used, product, available, cordoned in rows:
-        entry = summary.setdefault(pool_name, {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}})
-        platform = entry["platforms"].setdefault(platform_name, {"nodes": 0, "free_by_product": {}})
-        platform["nodes"] += 1
-        if (pool_name, node_id) not in seen:
-            seen.add((pool_name, node_id))
-            state = "ready" if available else "cordoned" if cordoned else "not_ready"
-            entry["nodes"][state] += 1
-        if available and gpu and product:
-            free = max(Decimal(0), gpu - (gpu_used or Decimal(0)))
-            products = platform["free_by_product"]
-            products[product] = products.get(product, 0) + int(free)
+    for group in node_groups(backend_ids):
+        state = "ready" if group.available else "cordoned" if group.cordoned else "not_ready"
+        for pool_id in group.pool_ids & pools.keys():
+            entry = summary.setdefault(
+                pools[pool_id], {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
+            )
+            entry["nodes"][state] += group.nodes
+        for pool_id, platform_name in group.placements:
+            if pool_id not in pools:
+                continue
+            platform = summary[pools[pool_id]]["platforms"].setdefault(
+                platform_name, {"nodes": 0, "free_by_product": {}}
+            )
+            platform["nodes"] += group.nodes
+            if group.available and group.gpu and group.product:
+                products = platform["free_by_product"]
+                products[group.product] = products.get(group.product, 0) + int(group.free)
     return summary
 
 

@@ -157,6 +157,7 @@ def overview(request):
     empty = {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
     for row in rows:
         row["summary"] = summary.get(row["name"], empty)
+        row["shares_with"] = [name for name in row["node_set"] if name != row["name"]]
     totals = {
         key: sum(row["gpu"][key] for row in rows if not row["shared"])
         for key in ("total_usage", "total_capacity", "total_free")

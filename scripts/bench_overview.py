@@ -4,7 +4,8 @@
 Builds the configuration through ``pools.services`` on a fresh database (a temporary SQLite file unless
 DATABASE_URL is set): one simulated backend of 5,000 nodes, one pod template per (zone, instance type) and
 200 pools spread over them (so many pools share nodes, as in real clusters), syncs the backend, then times
-``GET /`` for a superuser with Django's test client and prints the median, p95 and the SQL query count.
+``GET /`` for a superuser with Django's test client and prints the median, p95 and the SQL query count;
+then times the pool summaries the page reads against the naive way (every membership to the engine).
 
     .venv/bin/python scripts/bench_overview.py [--pools 200] [--nodes 5000] [--iterations 15]
 """
@@ -118,6 +119,33 @@ def measure(iterations: int) -> dict:
     }
 
 
+def compare_summaries(iterations: int) -> dict:
+    """The pool summaries as the page reads them (nodes grouped in SQL) and the naive way (every membership)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from naive_summary import naive_gpu_summary, naive_node_summary
+
+    from pools import selectors
+    from pools.models import Backend, Pool
+
+    backend_ids = list(Backend.objects.values_list("pk", flat=True))
+    names = list(Pool.objects.values_list("name", flat=True))
+
+    def median_ms(function) -> float:
+        times = []
+        for _ in range(iterations):
+            started = time.perf_counter()
+            function()
+            times.append((time.perf_counter() - started) * 1000)
+        return statistics.median(times)
+
+    assert selectors.pool_gpu_summary(backend_ids) == naive_gpu_summary()
+    assert selectors.pool_node_summary(names) == naive_node_summary()
+    return {
+        "grouped": median_ms(lambda: (selectors.pool_gpu_summary(backend_ids), selectors.pool_node_summary(names))),
+        "naive": median_ms(lambda: (naive_gpu_summary(), naive_node_summary())),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=200)
@@ -141,6 +169,11 @@ def main() -> None:
         f"GET / (overview page): median {figures['median']:.1f} ms, p95 {figures['p95']:.1f} ms, "
         f"{figures['queries']} SQL queries, {figures['bytes'] / 1024:.0f} KiB; "
         f"htmx fragment median {figures['fragment_median']:.1f} ms ({args.iterations} iterations)"
+    )
+    summaries = compare_summaries(max(3, args.iterations // 3))
+    print(
+        f"pool GPU + node summaries (same numbers): grouped nodes {summaries['grouped']:.1f} ms, "
+        f"naive (every membership) {summaries['naive']:.1f} ms"
     )
 
 

@@ -27,7 +27,7 @@ from pools.configs import ConfigError, NotFound
 from pools.engine.membership import node_availability, node_matches_pod_spec
 from pools.inventory.records import Inventory, InventoryError, node_record, pod_record
 from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for
-from pools.models import Backend, Lease, Node, NodeLabelChange, NodeMembership, Pod, PoolPodUsage
+from pools.models import Backend, Lease, Node, NodeLabelChange, NodeMembership, Pod, PoolPodUsage, placements_text
 
 from .actors import Actor
 from .bulk import upsert_rows
@@ -77,7 +77,7 @@ def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None =
     every node (a config change). Writes only the rows that changed.
     """
     nodes = Node.objects.filter(backend=backend).only(
-        "id", "name", "labels", "taints", "conditions", "unschedulable", "available", "unavailable_reason"
+        "id", "name", "labels", "taints", "conditions", "unschedulable", "available", "unavailable_reason", "placements"
     )
     if node_names is not None:
         names = list(set(node_names))
@@ -87,21 +87,26 @@ def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None =
     else:
         nodes = list(nodes)
     rules = backend.node_conditions or None
-    changed_nodes = []
-    for node in nodes:
-        state = node_availability(conditions=node.conditions, unschedulable=node.unschedulable, rules=rules)
-        if state != (node.available, node.unavailable_reason):
-            node.available, node.unavailable_reason = state
-            changed_nodes.append(node)
-    if changed_nodes:
-        Node.objects.bulk_update(changed_nodes, ["available", "unavailable_reason"], batch_size=500)
-
     wanted = {
         (node.id, pool.id, platform_name)
         for pool, platform_name, spec in selectors.platform_selection_specs(backend=backend)
         for node in nodes
         if node_matches_pod_spec(labels=node.labels, taints=node.taints, pod_spec=spec, node_name=node.name)
     }
+    placements = defaultdict(list)
+    for node_id, pool_id, platform_name in wanted:
+        placements[node_id].append((pool_id, platform_name))
+    changed_nodes = []
+    for node in nodes:
+        state = node_availability(conditions=node.conditions, unschedulable=node.unschedulable, rules=rules)
+        text = placements_text(placements[node.id])
+        if state != (node.available, node.unavailable_reason) or text != node.placements:
+            node.available, node.unavailable_reason = state
+            node.placements = text
+            changed_nodes.append(node)
+    if changed_nodes:
+        Node.objects.bulk_update(changed_nodes, ["available", "unavailable_reason", "placements"], batch_size=500)
+
     existing_rows = NodeMembership.objects.filter(node__backend=backend)
     if node_names is not None:
         node_ids = [node.id for node in nodes]

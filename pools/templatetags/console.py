@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from itertools import zip_longest
+from urllib.parse import quote
 
 from django import template
+from django.urls import reverse
+from django.utils.html import format_html
 
 from pools.forms import document_text
 
@@ -49,31 +53,72 @@ def as_json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True)
 
 
-@register.inclusion_tag("pools/_gpu_bar.html")
-def gpu_bar(gpu: dict, shared: bool = False):
+LEVEL_LABELS = {"ok": "within quota", "near": "near quota", "over": "over quota"}
+
+
+def quota_level(gpu: dict) -> str:
+    """``ok`` below 80 % of the quota, ``near`` from 80 %, ``over`` when the non-preemptible use exceeds it."""
+    quota = gpu.get("quota_limit") or 0
+    quota_used = gpu.get("quota_used") or 0
+    if quota_used > quota:
+        return "over"
+    if quota and quota_used >= NEAR_QUOTA * quota:
+        return "near"
+    return "ok"
+
+
+@register.simple_tag
+def gpu_bar(gpu: dict, shared: bool = False) -> str:
     """The pool's GPUs as a bar: used of capacity, with the quota marked and coloured by how close it is.
 
-    ``ok`` below 80 % of the quota, ``near`` from 80 %, ``over`` when the non-preemptible use exceeds it.
+    Built in Python rather than from an included template: the overview draws one per pool, every few
+    seconds, and an inclusion tag costs a template render each time.
     """
     capacity = gpu.get("total_capacity") or 0
     used = min(gpu.get("total_usage") or 0, capacity) if capacity else 0
     quota = gpu.get("quota_limit") or 0
-    quota_used = gpu.get("quota_used") or 0
-    if quota_used > quota:
-        level = "over"
-    elif quota and quota_used >= NEAR_QUOTA * quota:
-        level = "near"
-    else:
-        level = "ok"
-    return {
-        "gpu": gpu,
-        "shared": shared,
-        "used_width": round(100 * used / capacity, 1) if capacity else 0,
-        "quota_left": round(100 * min(quota, capacity) / capacity, 1) if capacity else 0,
-        "quota_marked": bool(capacity) and 0 < quota < capacity,
-        "level": level,
-        "level_label": {"ok": "within quota", "near": "near quota", "over": "over quota"}[level],
-    }
+    level = quota_level(gpu)
+    label = LEVEL_LABELS[level]
+    marker = ""
+    if capacity and 0 < quota < capacity:
+        marker = format_html(
+            '<div class="quota" style="left: calc({}% - 1px)" title="quota: {} GPUs"></div>',
+            round(100 * quota / capacity, 1),
+            quota,
+        )
+    badge = ""
+    if level != "ok":
+        badge = format_html('<div class="small"><span class="badge {}">{}</span></div>', level, label)
+    return format_html(
+        '<div class="gpu-bar {level}" role="img" aria-label="{used} of {capacity} GPUs used, {free} free, quota {quota}'
+        ' ({label})"><div class="track"><div class="fill" style="width: {width}%"></div>{marker}</div>'
+        '<div class="legend"><span><strong>{used_text}</strong> used</span>'
+        '<span class="{free_class}">{free_text} free</span><span>{capacity_text} total</span></div>{badge}</div>',
+        level=level,
+        used=gpu.get("total_usage"),
+        capacity=gpu.get("total_capacity"),
+        free=gpu.get("total_free"),
+        quota=quota,
+        label=label,
+        width=round(100 * used / capacity, 1) if capacity else 0,
+        marker=marker,
+        used_text=count(gpu.get("total_usage")),
+        free_class="free" if gpu.get("total_free") else "zero",
+        free_text=count(gpu.get("total_free")),
+        capacity_text=count(gpu.get("total_capacity")),
+        badge=badge,
+    )
+
+
+@lru_cache(maxsize=1)
+def _pool_url_template() -> str:
+    return reverse("pools:pool", args=["NAME"])
+
+
+@register.filter
+def pool_url(name: str) -> str:
+    """The pool page's address (``{% url 'pools:pool' name %}`` without resolving the URLconf per row)."""
+    return _pool_url_template().replace("NAME", quote(name, safe=""), 1)
 
 
 @register.filter

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from pools import selectors
 from pools.choices import ConfigType
 from pools.models import ConfigRevision, Pool
-from pools.templatetags.console import side_by_side
+from pools.templatetags.console import gpu_bar, side_by_side
 
 ADMIN_PAGES = [
     "/",
@@ -72,6 +72,29 @@ def test_the_overview_shows_the_numbers_of_pool_list(as_admin, admin_user):
         assert rows[expected["name"]]["total_usage"] == expected["gpu"]["total_usage"]
         assert rows[expected["name"]]["quota_limit"] == expected["gpu"]["quota_limit"]
         assert rows[expected["name"]]["shared"] == expected["shared"]
+
+
+def test_a_shared_pool_names_only_the_pools_the_user_may_see(as_team, team_user, admin_user):
+    everything = {row["name"]: row for row in selectors.pool_list(user=admin_user)}
+    hidden = set(everything["team-a"]["node_set"]) - {"team-a", "team-a-gpu"}
+    assert hidden, "team-a should share nodes with a pool its team may not see"
+    mine = {row["name"]: row for row in selectors.pool_list(user=team_user)}
+    assert mine["team-a"]["shared"]
+    assert set(mine["team-a"]["node_set"]) <= {"team-a", "team-a-gpu"}
+    html = as_team.get("/").content.decode()
+    assert not [name for name in hidden if f">{name}<" in html or f"{name}," in html]
+
+
+def test_the_gpu_bar_marks_the_quota_and_colours_by_how_close_use_is():
+    gpu = {"total_usage": 6, "total_capacity": 16, "total_free": 10, "quota_used": 7, "quota_limit": 8}
+    near = gpu_bar(gpu)
+    assert 'class="gpu-bar near"' in near and "near quota" in near
+    assert "width: 37.5%" in near and "left: calc(50.0% - 1px)" in near
+    assert 'class="gpu-bar ok"' in gpu_bar({**gpu, "quota_used": 2})
+    over = gpu_bar({**gpu, "quota_used": 9})
+    assert 'class="gpu-bar over"' in over and "over quota" in over
+    assert 'class="quota"' not in gpu_bar({**gpu, "quota_limit": 16})  # the whole bar: nothing to mark
+    assert "width: 0%" in gpu_bar({**gpu, "total_capacity": 0, "total_usage": 0})
 
 
 def test_the_overview_filters_by_search_status_and_backend(as_admin):
