@@ -18,8 +18,10 @@ not counted as the product's.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import multiprocessing
 import os
+import pstats
 import random
 import resource
 import statistics
@@ -169,6 +171,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000, help="watch events per second")
     parser.add_argument("--seconds", type=float, default=20, help="how long the event stream runs")
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="print where the 1 % resync spends its time")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
     options = parser.parse_args()
 
@@ -214,9 +217,15 @@ def main() -> None:
 
     ours.send(("modify", 0.01))
     changed = ours.recv()
+    profiler = cProfile.Profile() if options.profile else None
     started = time.perf_counter()
+    if profiler:
+        profiler.enable()
     counts = services.backend_sync(backend=backend, source=source())
     figures["resync"] = time.perf_counter() - started
+    if profiler:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
     print(f"resync after {changed} pods changed (1 %): {figures['resync']:.2f} s; pods {counts['pods_changed']}")
     started = time.perf_counter()
     inventory = source().list_inventory()
