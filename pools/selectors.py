@@ -726,10 +726,10 @@ def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
     per pool even when several of its platforms select it. Free GPUs are counted on available nodes with a
     GPU product label: ``max(0, gpu - used)`` per node, summed.
     """
-    pools = dict(Pool.objects.filter(name__in=list(pool_names)).values_list("id", "name"))
-    backend_ids = Pool.objects.filter(pk__in=list(pools)).values_list("backend_id", flat=True)
+    rows = list(Pool.objects.filter(name__in=list(pool_names)).values_list("id", "name", "backend_id"))
+    pools = {pool_id: name for pool_id, name, _ in rows}
     summary: dict[str, dict] = {}
-    for group in node_groups(backend_ids):
+    for group in node_groups({backend_id for _, _, backend_id in rows}):
         state = "ready" if group.available else "cordoned" if group.cordoned else "not_ready"
         for pool_id in group.pool_ids & pools.keys():
             entry = summary.setdefault(
