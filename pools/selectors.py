@@ -548,9 +548,10 @@ def resource_list(*, pool: str | None = None, platform: str | None = None, user=
     With a ``user``, only rows of pools they may see, and UNUSED nodes only for those allowed
     ``resource:List``.
     """
-    memberships = NodeMembership.objects.select_related("pool")
-    nodes = Node.objects.all()
-    visible = visible_pool_filter(user, Pool.objects.values_list("name", flat=True))
+    # The node table's text columns only: labels, taints and conditions are the biggest part of a row.
+    nodes = Node.objects.defer("labels", "taints", "conditions", "allocatable")
+    pool_names = dict(Pool.objects.values_list("id", "name"))
+    visible = visible_pool_filter(user, pool_names.values())
     show_unused = visible is None or _allowed(user, "resource:List")
     if visible is not None:
         nodes = nodes.filter(memberships__pool__name__in=visible).distinct() if not show_unused else nodes
@@ -562,12 +563,14 @@ def resource_list(*, pool: str | None = None, platform: str | None = None, user=
     elif platform:
         raise ConfigError("--platform needs --pool")
     nodes = list(nodes.order_by("name"))
-    node_ids = [node.pk for node in nodes]
+    # Each node's memberships come with it (``Node.placements``), not as one model instance per membership.
     rows_by_node = defaultdict(list)
     pools_by_node = defaultdict(set)
-    for membership in memberships.filter(node_id__in=node_ids):
-        pools_by_node[membership.node_id].add(membership.pool_id)
-        rows_by_node[membership.node_id].append((membership.pool.name, membership.platform_name))
+    for node in nodes:
+        for pool_id, platform_name in placements_pairs(node.placements):
+            if pool_id in pool_names:
+                pools_by_node[node.pk].add(pool_id)
+                rows_by_node[node.pk].append((pool_names[pool_id], platform_name))
     usage = node_usage(nodes)
     mig = node_mig_usage(nodes)
     zero = {"cpu": Decimal(0), "memory": Decimal(0), "storage": Decimal(0), "gpu": Decimal(0)}
