@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Count, DecimalField, F, Sum, Value
@@ -542,68 +542,101 @@ def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
     ]
 
 
-def resource_list(*, pool: str | None = None, platform: str | None = None, user=None) -> list[dict]:
-    """The rows of ``poolctl resource list``: one per (node, pool, platform), UNUSED nodes once.
+class NodeTableRow(NamedTuple):
+    """One row of the node table without its numbers: what filtering, sorting and paging need."""
 
+    node_id: int
+    node: str
+    backend: str
+    pool: str
+    platform: str
+    type: str
+    status: str  # available / cordoned / unavailable
+    gpu_product: str
+
+
+def resource_index(*, pool: str | None = None, platform: str | None = None, user=None) -> list[NodeTableRow]:
+    """The rows of ``poolctl resource list`` as light tuples: one per (node, pool, platform), UNUSED nodes once.
+
+    One query over the node table's small columns (memberships come with each node, ``Node.placements``).
     With a ``user``, only rows of pools they may see, and UNUSED nodes only for those allowed
-    ``resource:List``.
+    ``resource:List``. ``resource_rows`` adds the numbers to the rows a caller keeps.
     """
-    # The node table's text columns only: labels, taints and conditions are the biggest part of a row.
-    nodes = Node.objects.defer("labels", "taints", "conditions", "allocatable")
     pool_names = dict(Pool.objects.values_list("id", "name"))
     visible = visible_pool_filter(user, pool_names.values())
     show_unused = visible is None or _allowed(user, "resource:List")
-    if visible is not None:
-        nodes = nodes.filter(memberships__pool__name__in=visible).distinct() if not show_unused else nodes
     if pool:
         pool_obj = pool_get(pool, user=user)
         if platform and platform not in pool_platforms(pool_obj):
             raise NotFound(f"pool '{pool}' has no platform '{platform}'")
-        nodes = nodes.filter(memberships__pool=pool_obj).distinct()
     elif platform:
         raise ConfigError("--platform needs --pool")
-    nodes = list(nodes.order_by("name"))
-    # Each node's memberships come with it (``Node.placements``), not as one model instance per membership.
-    rows_by_node = defaultdict(list)
-    pools_by_node = defaultdict(set)
-    for node in nodes:
-        for pool_id, platform_name in placements_pairs(node.placements):
-            if pool_id in pool_names:
-                pools_by_node[node.pk].add(pool_id)
-                rows_by_node[node.pk].append((pool_names[pool_id], platform_name))
-    usage = node_usage(nodes)
-    mig = node_mig_usage(nodes)
-    zero = {"cpu": Decimal(0), "memory": Decimal(0), "storage": Decimal(0), "gpu": Decimal(0)}
+    nodes = Node.objects.all()
+    if pool:
+        nodes = nodes.filter(memberships__pool=pool_obj).distinct()
+    elif not show_unused:
+        nodes = nodes.filter(memberships__pool__name__in=visible).distinct()
+    nodes = nodes.order_by("name").values_list(
+        "id", "name", "backend__name", "placements", "available", "unschedulable", "gpu_product"
+    )
     rows = []
-    for node in nodes:
-        used = usage.get(node.pk, zero)
-        numbers = {
-            "gpu": _pair(used["gpu"], node.gpu),
-            "cpu": _pair(used["cpu"], node.cpu),
-            "memory_gi": _pair(used["memory"], Decimal(node.memory), GI),
-            "storage_gi": _pair(used["storage"], Decimal(node.storage), GI),
-        }
-        kind = resource_type(len(pools_by_node[node.pk]))
-        placements = sorted(rows_by_node[node.pk]) or [("", "")]
-        for pool_name, platform_name in placements:
+    for node_id, name, backend, placements, available, cordoned, product in nodes:
+        pairs = sorted(
+            (pool_names[p], platform_name) for p, platform_name in placements_pairs(placements) if p in pool_names
+        )
+        kind = resource_type(len({pool_name for pool_name, _ in pairs}))
+        status = "available" if available else "cordoned" if cordoned else "unavailable"
+        for pool_name, platform_name in pairs or [("", "")]:
             if pool and (pool_name != pool or (platform and platform_name != platform)):
                 continue
             if visible is not None and (pool_name not in visible if pool_name else not show_unused):
                 continue
-            rows.append(
-                {
-                    "node": node.name,
-                    "pool": pool_name,
-                    "platform": platform_name,
-                    "type": kind,
-                    "available": node.available,
-                    "reason": node.unavailable_reason,
-                    **numbers,
-                    "mig": mig.get(node.pk, {}),
-                    "time_sliced": node.gpu_replicas > 1,
-                }
-            )
+            rows.append(NodeTableRow(node_id, name, backend, pool_name, platform_name, kind, status, product))
     return rows
+
+
+def resource_numbers(index: Iterable[NodeTableRow]) -> dict[int, dict]:
+    """By node id, for the nodes of these index rows: availability, GPU, CPU, memory and storage used of
+    capacity, MIG devices by profile, time-slicing. A node deleted since the index was read is missing."""
+    ids = list({row.node_id for row in index})
+    # The node table's number columns only: labels, taints and conditions are the biggest part of a row.
+    nodes = [
+        node
+        for chunk in range(0, len(ids), 5000)
+        for node in Node.objects.filter(pk__in=ids[chunk : chunk + 5000]).defer(
+            "labels", "taints", "conditions", "allocatable"
+        )
+    ]
+    usage = node_usage(nodes)
+    mig = node_mig_usage(nodes)
+    return {
+        node.pk: {
+            "available": node.available,
+            "reason": node.unavailable_reason,
+            "gpu": _pair(usage[node.pk]["gpu"], node.gpu),
+            "cpu": _pair(usage[node.pk]["cpu"], node.cpu),
+            "memory_gi": _pair(usage[node.pk]["memory"], Decimal(node.memory), GI),
+            "storage_gi": _pair(usage[node.pk]["storage"], Decimal(node.storage), GI),
+            "mig": mig.get(node.pk, {}),
+            "time_sliced": node.gpu_replicas > 1,
+        }
+        for node in nodes
+    }
+
+
+def resource_rows(index: list[NodeTableRow]) -> list[dict]:
+    """The index rows with their numbers, in the index's order (rows of nodes deleted meanwhile left out)."""
+    numbers = resource_numbers(index)
+    return [
+        {"node": row.node, "pool": row.pool, "platform": row.platform, "type": row.type, **numbers[row.node_id]}
+        for row in index
+        if row.node_id in numbers
+    ]
+
+
+def resource_list(*, pool: str | None = None, platform: str | None = None, user=None) -> list[dict]:
+    """The rows of ``poolctl resource list`` (and ``/api/resources/``): ``resource_index`` with the numbers."""
+    return resource_rows(resource_index(pool=pool, platform=platform, user=user))
 
 
 def node_mig_usage(nodes: list[Node]) -> dict[int, dict[str, dict]]:

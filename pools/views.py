@@ -515,67 +515,66 @@ def nodes(request):
     filters = {
         key: request.GET.get(key, "").strip() for key in ("q", "pool", "platform", "gpu_product", "status", "type")
     }
-    rows = selectors.resource_list(
+    index = selectors.resource_index(
         pool=filters["pool"] or None,
         platform=(filters["platform"] or None) if filters["pool"] else None,
         user=request.user,
     )
-    details = selectors.node_details({row["node"] for row in rows})
-    products, platforms = set(), set()
-    for row in rows:
-        info = details.get(row["node"], {})
-        row.update(
-            backend=info.get("backend", ""),
-            labels=info.get("labels", {}),
-            taints=info.get("taints", []),
-            gpu_product=info.get("gpu_product", ""),
-            status="available" if row["available"] else "cordoned" if info.get("cordoned") else "unavailable",
-        )
-        if row["gpu_product"]:
-            products.add(row["gpu_product"])
-        if row["platform"]:
-            platforms.add(row["platform"])
-    if filters["platform"]:
-        rows = [row for row in rows if row["platform"] == filters["platform"]]
-    if filters["gpu_product"]:
-        rows = [row for row in rows if row["gpu_product"] == filters["gpu_product"]]
-    if filters["status"]:
-        rows = [row for row in rows if row["status"] == filters["status"]]
-    if filters["type"]:
-        rows = [row for row in rows if row["type"] == filters["type"]]
+    # Filter and page the light index; only the rows shown (or exported) get their numbers and labels.
+    products = {row.gpu_product for row in index if row.gpu_product}
+    platforms = {row.platform for row in index if row.platform}
+    for field in ("platform", "gpu_product", "status", "type"):
+        if filters[field]:
+            index = [row for row in index if getattr(row, field) == filters[field]]
     if filters["q"]:
         needle = filters["q"].lower()
-        rows = [
+        labels = selectors.node_details({row.node for row in index})
+        index = [
             row
-            for row in rows
-            if needle in row["node"].lower() or any(needle in f"{k}={v}".lower() for k, v in row["labels"].items())
+            for row in index
+            if needle in row.node.lower()
+            or any(needle in f"{k}={v}".lower() for k, v in labels.get(row.node, {}).get("labels", {}).items())
         ]
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
+        numbers = selectors.resource_numbers(index)
         flat = [
             {
-                "node": row["node"],
-                "backend": row["backend"],
-                "pool": row["pool"],
-                "platform": row["platform"],
-                "type": row["type"],
-                "status": row["status"],
-                "gpu_product": row["gpu_product"],
-                "gpu_used": row["gpu"]["used"],
-                "gpu_capacity": row["gpu"]["capacity"],
-                "cpu_used": row["cpu"]["used"],
-                "cpu_capacity": row["cpu"]["capacity"],
-                "memory_gi_used": row["memory_gi"]["used"],
-                "memory_gi_capacity": row["memory_gi"]["capacity"],
-                "reason": row["reason"],
+                "node": row.node,
+                "backend": row.backend,
+                "pool": row.pool,
+                "platform": row.platform,
+                "type": row.type,
+                "status": row.status,
+                "gpu_product": row.gpu_product,
+                "gpu_used": numbers[row.node_id]["gpu"]["used"],
+                "gpu_capacity": numbers[row.node_id]["gpu"]["capacity"],
+                "cpu_used": numbers[row.node_id]["cpu"]["used"],
+                "cpu_capacity": numbers[row.node_id]["cpu"]["capacity"],
+                "memory_gi_used": numbers[row.node_id]["memory_gi"]["used"],
+                "memory_gi_capacity": numbers[row.node_id]["memory_gi"]["capacity"],
+                "reason": numbers[row.node_id]["reason"],
             }
-            for row in rows
+            for row in index
+            if row.node_id in numbers
         ]
         return export(flat, NODE_COLUMNS, "nodes", fmt)
-    page = Paginator(rows, NODES_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(index, NODES_PER_PAGE).get_page(request.GET.get("page"))
+    numbers = selectors.resource_numbers(page.object_list)
+    details = selectors.node_details({row.node for row in page.object_list})
+    page.object_list = [
+        {
+            **row._asdict(),
+            **numbers[row.node_id],
+            "labels": details.get(row.node, {}).get("labels", {}),
+            "taints": details.get(row.node, {}).get("taints", []),
+        }
+        for row in page.object_list
+        if row.node_id in numbers
+    ]
     context = {
         "page": page,
-        "count": len(rows),
+        "count": len(index),
         "filters": filters,
         "pools": [row["name"] for row in selectors.pool_list(user=request.user)],
         "products": sorted(products),

@@ -119,6 +119,41 @@ def measure(iterations: int) -> dict:
     }
 
 
+OTHER_PAGES = (
+    "/nodes/",
+    "/nodes/?page=5",
+    "/nodes/?status=cordoned",
+    "/nodes/?q=zone",
+    "/pools/pool-000/",
+    "/what-if/?pool=pool-000&cpu=4&gpu=1&memory=16Gi&storage=10Gi",
+    "/api/pool_quota/",
+    "/api/resources/?pools=pool-000",
+)
+
+
+def other_pages(iterations: int) -> list[tuple[str, float, int]]:
+    """The other pages that read the whole fleet: median milliseconds and SQL queries of each."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench"))
+    figures = []
+    for url in OTHER_PAGES:
+        assert client.get(url).status_code == 200, url
+        times = []
+        for _ in range(iterations):
+            started = time.perf_counter()
+            client.get(url)
+            times.append((time.perf_counter() - started) * 1000)
+        with CaptureQueriesContext(connection) as captured:
+            client.get(url)
+        figures.append((url, statistics.median(times), len(captured)))
+    return figures
+
+
 def compare_summaries(iterations: int) -> dict:
     """The pool summaries as the page reads them (nodes grouped in SQL) and the naive way (every membership)."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -170,6 +205,8 @@ def main() -> None:
         f"{figures['queries']} SQL queries, {figures['bytes'] / 1024:.0f} KiB; "
         f"htmx fragment median {figures['fragment_median']:.1f} ms ({args.iterations} iterations)"
     )
+    for url, median, queries in other_pages(max(3, args.iterations // 3)):
+        print(f"  GET {url}: median {median:.1f} ms, {queries} SQL queries")
     summaries = compare_summaries(max(3, args.iterations // 3))
     print(
         f"pool GPU + node summaries (same numbers): grouped nodes {summaries['grouped']:.1f} ms, "

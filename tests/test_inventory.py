@@ -253,11 +253,11 @@ class TestAccounting:
         pool(actor, "p")
         assert pools_by_name()["p"]["gpu"]["total_usage"] == 2
 
-    def test_nodes_in_no_pool_are_listed_as_unused(self, two_pools):
+    def test_nodes_in_no_pool_are_listed_as_unused(self, two_pools, actor):
         rows = [r for r in selectors.resource_list() if r["type"] == "UNUSED"]
         assert rows == []
-        Node.objects.filter(name="b1").update()
-        NodeMembership.objects.filter(node__name="b1").delete()
+        template(actor, "team-b", {"nodeSelector": {"team": "nobody"}})  # team-b now selects no node
+        assert not NodeMembership.objects.filter(node__name="b1").exists()
         unused = [r for r in selectors.resource_list() if r["type"] == "UNUSED"]
         assert [(r["node"], r["pool"], r["platform"]) for r in unused] == [("b1", "", "")]
 
