@@ -464,14 +464,14 @@ def pool_list(*, names: Iterable[str] | None = None, with_ids: bool = False, use
     if names is not None:
         pools = pools.filter(name__in=list(names))
     pools = list(pools)
-    visible = visible_pool_filter(user, [pool.name for pool in pools])
+    # Every pool's name, for node sets; a node set names only the pools the user may see (the sharing
+    # itself stays visible), so visibility is decided once, over all of them.
+    id_names = dict(Pool.objects.values_list("id", "name"))
+    visible = visible_pool_filter(user, id_names.values())
     if visible is not None:
         pools = [pool for pool in pools if pool.name in visible]
+        id_names = {key: name for key, name in id_names.items() if name in visible}
     summary = pool_gpu_summary({pool.backend_id for pool in pools})
-    id_names = dict(Pool.objects.filter(backend_id__in={p.backend_id for p in pools}).values_list("id", "name"))
-    if user is not None:  # a node set names only the pools the user may see (the sharing itself stays visible)
-        named = visible_pool_filter(user, id_names.values())
-        id_names = {key: name for key, name in id_names.items() if name in named}
     now = timezone.now()
     rows = []
     for pool in pools:
