@@ -26,6 +26,7 @@ from .engine.policy import parse_policies, policies_from_legacy_actions
 from .engine.quantities import parse_duration
 from .engine.validation import parse_rules
 
+# Names of every config object and platform (no spaces or colons: Node.placements relies on it).
 NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
 
 TYPE_LABELS = {

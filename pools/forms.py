@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from django import forms
 
-from .configs import ConfigError, parse_document
+from .configs import NAME_RE, ConfigError, parse_document
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
 _LINE_RE = re.compile(r"line (\d+)")
@@ -101,10 +101,26 @@ class ChangeFields(forms.Form):
         return sorted({tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()})
 
 
+# Pool body keys the form edits as they are, and those it edits as a YAML/JSON document.
+PLAIN_POOL_FIELDS = (
+    "description",
+    "backend",
+    "default_platform",
+    "enable_maintenance",
+    "common_pod_template",
+    "common_resource_validations",
+    "default_exec_timeout",
+    "max_exec_timeout",
+    "default_queue_timeout",
+    "max_queue_timeout",
+)
+DOCUMENT_POOL_FIELDS = ("common_default_variables", "platforms")
+
+
 class PoolForm(ChangeFields):
     """A pool: its fields, its ordered references by name and its platforms as a YAML/JSON document."""
 
-    name = forms.RegexField(regex=r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$", max_length=128, help_text=NAME_HELP)
+    name = forms.RegexField(regex=NAME_RE, max_length=128, help_text=NAME_HELP)
     description = forms.CharField(required=False)
     backend = forms.ChoiceField()
     default_platform = forms.CharField(required=False, help_text="One of the platforms below; empty for none.")
@@ -150,23 +166,8 @@ class PoolForm(ChangeFields):
         gpu = (body.get("resources") or {}).get("gpu") or {}
         return {
             "name": name,
-            **{
-                key: body.get(key)
-                for key in (
-                    "description",
-                    "backend",
-                    "default_platform",
-                    "enable_maintenance",
-                    "common_pod_template",
-                    "common_resource_validations",
-                    "default_exec_timeout",
-                    "max_exec_timeout",
-                    "default_queue_timeout",
-                    "max_queue_timeout",
-                )
-            },
-            "common_default_variables": document_text(body.get("common_default_variables") or {}),
-            "platforms": document_text(body.get("platforms") or {}),
+            **{key: body.get(key) for key in PLAIN_POOL_FIELDS},
+            **{key: document_text(body.get(key) or {}) for key in DOCUMENT_POOL_FIELDS},
             "gpu_guarantee": gpu.get("guarantee", -1),
             "gpu_maximum": gpu.get("maximum", -1),
             "gpu_weight": gpu.get("weight", 1),
@@ -177,20 +178,7 @@ class PoolForm(ChangeFields):
         data = self.cleaned_data
         body = dict(base or {})
         body.pop("name", None)
-        for key in (
-            "description",
-            "backend",
-            "default_platform",
-            "enable_maintenance",
-            "common_pod_template",
-            "common_resource_validations",
-            "common_default_variables",
-            "platforms",
-            "default_exec_timeout",
-            "max_exec_timeout",
-            "default_queue_timeout",
-            "max_queue_timeout",
-        ):
+        for key in (*PLAIN_POOL_FIELDS, *DOCUMENT_POOL_FIELDS):
             body[key] = data.get(key)
         resources = dict(body.get("resources") or {})
         resources["gpu"] = {
@@ -205,7 +193,7 @@ class PoolForm(ChangeFields):
 class DocumentForm(ChangeFields):
     """A named object whose whole body is one document: a pod template, a validation set or a role."""
 
-    name = forms.RegexField(regex=r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$", max_length=128, help_text=NAME_HELP)
+    name = forms.RegexField(regex=NAME_RE, max_length=128, help_text=NAME_HELP)
     body = DocumentField(label="Body", help_text="YAML or JSON.")
 
     FIELD_OF_BODY_KEY: dict[str, str] = {}

@@ -10,8 +10,6 @@ from django.db import models
 
 from .choices import BackendKind, ChangeOrigin, ConfigType, RevisionAction
 
-NAME_PATTERN = r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$"
-
 
 def default_node_conditions():
     return {"Ready": "True"}

@@ -7,8 +7,11 @@ nothing here raises on cluster data.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -22,6 +25,23 @@ MIG_PREFIX = "nvidia.com/mig-"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 PREEMPTIBLE_PRIORITY = "LOW"
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large list is decoded or a fleet generated.
+
+    Decoding 150,000 pods allocates millions of containers; each allocation burst triggers collections
+    that scan everything decoded so far, which makes the decode 2.5x slower. The data has no cycles, so
+    nothing is lost by collecting once at the end.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class InventoryError(Exception):

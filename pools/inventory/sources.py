@@ -12,8 +12,6 @@ through the same code path, so a source only has to speak Kubernetes objects.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import logging
 import queue
@@ -26,30 +24,13 @@ from typing import Protocol
 from pools.choices import BackendKind
 from pools.configs import ConfigError, read_document
 
-from .records import Inventory, InventoryError, add_objects, inventory_from_list
+from .records import Inventory, InventoryError, add_objects, inventory_from_list, paused_gc
 from .wire import decode_event, decode_list
 
 logger = logging.getLogger(__name__)
 
 KINDS = ("nodes", "pods")
 NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
-
-
-@contextlib.contextmanager
-def paused_gc():
-    """Pause the cyclic garbage collector while a large list is decoded.
-
-    Decoding 150,000 pods allocates millions of containers; each allocation burst triggers collections
-    that scan everything decoded so far, which makes the decode 2.5x slower. The data has no cycles, so
-    nothing is lost by collecting once at the end.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class WatchExpired(InventoryError):
