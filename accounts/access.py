@@ -1,26 +1,52 @@
-"""Who may do what: a user's roles, access decisions and the pools they may see (SEMANTICS.md §7).
+"""The gate: who is asking, which roles they hold, and what the catalogue's permissions allow them.
 
-Each role is a Django group of the same name; a user holds ``osmo-default`` always, the roles of their
-groups, and ``osmo-admin`` when they are a superuser. Decisions come from the engine's policy
-evaluation, so a page, an API list and ``poolctl role check`` can never disagree.
+Every decision of the product comes from here, for every door (page, htmx fragment, API, ``poolctl``,
+Django admin, task). A *principal* is a Django user, or ``SYSTEM`` for the product's own work (tasks, the
+demo, an operator's ``poolctl`` on the server without ``--as``), which may do everything. Decisions use the
+engine's policy evaluation over the principal's roles (SEMANTICS.md §7), so a page, an API list, a write
+service and ``poolctl role check`` can never disagree.
+
+Each role is a Django group of the same name; a person holds ``osmo-default`` always, the roles of their
+groups, and ``osmo-admin`` when they are a superuser.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pools.engine.policy import Decision, RoleDefinition, evaluate_access, parse_policies, visible_pools
+from pools.engine.errors import AccessDenied, NotFound
+from pools.engine.permissions import ADMIN_ROLE, DEFAULT_ROLE, Permission
+from pools.engine.policy import Decision, RoleDefinition, evaluate_access, parse_policies, visible_names
 
 from .models import Role
 
-DEFAULT_ROLE = "osmo-default"
-ADMIN_ROLE = "osmo-admin"
 _CACHE = "_gpupool_roles"
 
 
+class _System:
+    """The product itself acting (tasks, migrations, the demo, the operator's CLI): every request is allowed."""
+
+    is_authenticated = True
+    is_active = True
+    username = "system"
+
+    def __repr__(self):
+        return "SYSTEM"
+
+    def get_username(self) -> str:
+        return self.username
+
+
+SYSTEM = _System()
+
+
+def is_system(principal) -> bool:
+    return principal is SYSTEM
+
+
 def user_role_names(user) -> set[str]:
-    """The names of the roles ``user`` holds (none for an anonymous or inactive user)."""
-    if user is None or not user.is_authenticated or not user.is_active:
+    """The names of the roles ``user`` holds (none for an anonymous or inactive user, or for SYSTEM)."""
+    if user is None or is_system(user) or not user.is_authenticated or not user.is_active:
         return set()
     names = {DEFAULT_ROLE, *user.groups.values_list("name", flat=True)}
     if user.is_superuser:
@@ -38,7 +64,7 @@ def user_roles(user) -> list[RoleDefinition]:
         RoleDefinition(name=role.name, policies=parse_policies(role.policies, role=role.name))
         for role in Role.objects.filter(name__in=names).order_by("name")
     ]
-    if user is not None:
+    if user is not None and not is_system(user):
         setattr(user, _CACHE, roles)
     return roles
 
@@ -50,13 +76,43 @@ def forget_roles(user) -> None:
 
 
 def user_can(user, action: str, resource: str = "") -> Decision:
-    """Whether ``user`` may do ``action`` on ``resource``, and which role and policy decided it."""
+    """Whether ``user`` may do ``action`` on ``resource``, and which role and policy decided it.
+
+    For requests typed by people (``poolctl access explain``, ``role check``); code asks ``allows``.
+    """
+    if is_system(user):
+        return Decision(True, None, None, None, "the system may do everything")
     return evaluate_access(user_roles(user), action, resource)
 
 
-def visible_pool_names(user, pool_names: Iterable[str], action: str = "pool:Read") -> set[str]:
-    """The pools among ``pool_names`` that ``user`` may see (a cross-role Deny hides a pool here too)."""
-    return set(visible_pools(user_roles(user), pool_names, action))
+def allows(principal, permission: Permission, name: str = "") -> bool:
+    """Whether ``principal`` holds ``permission`` on the object ``name`` (or unscoped)."""
+    return user_can(principal, *permission.on(name)).allowed
+
+
+def require(principal, permission: Permission, name: str = "", *, what: str = "") -> None:
+    """Raise ``AccessDenied`` (403), naming the missing permission, unless ``principal`` holds it.
+
+    ``what`` says what was being done (``"changing pools"``) for the message.
+    """
+    decision = user_can(principal, *permission.on(name))
+    if not decision.allowed:
+        doing = f"{what} needs " if what else "this needs "
+        raise AccessDenied(f"{doing}{permission.describe(name)}: {decision.reason}")
+
+
+def require_visible(principal, permission: Permission, name: str, *, label: str) -> None:
+    """Raise ``NotFound`` (404) unless ``principal`` may see ``name``: what one may not see does not exist."""
+    if not allows(principal, permission, name):
+        raise NotFound(f"{label} '{name}' does not exist")
+
+
+def visible(principal, permission: Permission, names: Iterable[str]) -> list[str]:
+    """The names among ``names`` (in order) on which ``principal`` holds ``permission``."""
+    names = list(names)
+    if is_system(principal):
+        return names
+    return visible_names(user_roles(principal), str(permission.action), str(permission.resource_type), names)
 
 
 def is_console_admin(user) -> bool:

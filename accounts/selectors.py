@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from pools import selectors as pool_selectors
-from pools.configs import NotFound
+from pools.engine.errors import NotFound
 
 from .access import user_can, user_role_names
 from .models import ApiToken

@@ -16,16 +16,17 @@ from django.db import transaction
 from django.utils import timezone
 from guardian.models import UserObjectPermission
 
-from pools.configs import NotFound
+from pools.engine.errors import NotFound
 from pools.engine.identity import RoleMapping, reconcile_roles, roles_from_claims
+from pools.engine.permissions import USE_POOL, VIEW_POOL
 from pools.models import Pool
 
-from .access import forget_roles, user_can
+from .access import allows, forget_roles
 from .models import ApiToken, ExternalIdentity, Role
 from .tokens import DISPLAY_PREFIX_LENGTH, token_digest, token_generate
 
 # Guardian permission on a pool -> the policy action it mirrors (on resource ``pool/<name>``).
-POOL_PERMISSIONS = {"view_pool": "pool:Read", "use_pool": "workflow:Create"}
+POOL_PERMISSIONS = {"view_pool": VIEW_POOL, "use_pool": USE_POOL}
 POOL_PERMISSION_NAMES = {"view_pool": "Can view pool", "use_pool": "Can use pool (run workflows)"}
 # A token's last-used time is written at most this often, so scripts do not write on every call.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -206,7 +207,7 @@ def pool_permissions_sync(*, users: Iterable | None = None) -> dict[str, int]:
             wanted.update(
                 (person.pk, permissions[codename].pk, str(pool_pk))
                 for pool_pk, pool_name in pools
-                if user_can(person, action, f"pool/{pool_name}").allowed
+                if allows(person, action, pool_name)
             )
     existing_rows = UserObjectPermission.objects.filter(content_type=content_type, permission_id__in=permission_ids)
     if users is not None:

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pools.configs import NotFound
+from pools.engine.errors import NotFound
 
 from . import oidc, selectors, services
 from .forms import ApiTokenCreateForm

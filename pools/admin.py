@@ -15,7 +15,8 @@ from accounts.models import Role
 
 from . import selectors, services
 from .choices import ChangeOrigin, ConfigType
-from .configs import ConfigError, parse_document
+from .configs import parse_document
+from .engine.errors import ConfigError
 from .models import (
     Backend,
     ConfigRevision,

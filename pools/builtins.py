@@ -6,7 +6,7 @@ A data migration installs them on every new database, so the seeds' examples, wh
 """
 
 from .choices import ConfigType
-from .engine.policy import BUILTIN_ROLES
+from .engine.permissions import BUILTIN_ROLES
 
 RESOURCE_NAMES = {
     "cpu": "cpu",

@@ -14,13 +14,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from .choices import BackendKind, ConfigType
-from .engine.errors import EngineError
+from .engine.errors import ConfigError, EngineError, Problem
 from .engine.identity import SYNC_MODES
 from .engine.policy import parse_policies, policies_from_legacy_actions
 from .engine.quantities import parse_duration
@@ -49,32 +48,6 @@ BUNDLE_KEYS = {
 }
 
 POOL_TIMEOUTS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a document: where (a dotted path) and what, in a sentence."""
-
-    field: str
-    message: str
-
-    def __str__(self):
-        return f"{self.field}: {self.message}" if self.field else self.message
-
-
-class ConfigError(ValueError):
-    """Raised when a document or a proposed state is invalid; nothing has been written."""
-
-    def __init__(self, problems: list[Problem] | str, field: str = ""):
-        if isinstance(problems, str):
-            problems = [Problem(field, problems)]
-        self.problems = problems
-        super().__init__(str(self))
-
-    def __str__(self):
-        first = str(self.problems[0]) if self.problems else "invalid configuration"
-        more = len(self.problems) - 1
-        return f"{first} (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else first
 
 
 def parse_config_type(value: str) -> ConfigType:
@@ -605,10 +578,6 @@ def validate_state(state: dict) -> None:
                     )
     if problems:
         raise ConfigError(problems)
-
-
-class NotFound(ConfigError):
-    """The named object or revision does not exist (the API answers 404 for it)."""
 
 
 def parse_assignments(assignments: list[str]) -> dict[str, Any]:

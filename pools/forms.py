@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 from django import forms
 
-from .configs import NAME_RE, ConfigError, parse_document
+from .configs import NAME_RE, parse_document
+from .engine.errors import ConfigError
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
 _LINE_RE = re.compile(r"line (\d+)")

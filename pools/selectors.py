@@ -23,9 +23,9 @@ from django.utils import timezone
 from accounts.models import Role
 
 from .choices import ConfigType, PoolStatus
-from .configs import ConfigError, NotFound
 from .engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting, resource_type, usage_pair
-from .engine.errors import EngineError
+from .engine.errors import ConfigError, EngineError, NotFound
+from .engine.permissions import VIEW_POOL
 from .engine.policy import RoleDefinition, evaluate_access, parse_policies
 from .engine.validation import NodeResources, check_request, parse_rules
 from .engine.variables import render_pod_template, resolve_variables
@@ -205,9 +205,9 @@ def visible_pool_filter(user, names: Iterable[str]) -> set[str] | None:
     """The pool names ``user`` may see among ``names``; None means no filtering (the operator's CLI)."""
     if user is None:
         return None
-    from accounts.access import visible_pool_names
+    from accounts.access import visible
 
-    return visible_pool_names(user, names)
+    return set(visible(user, VIEW_POOL, names))
 
 
 def pool_get(name: str, *, user=None) -> Pool:
@@ -820,14 +820,14 @@ def node_details(names: Iterable[str]) -> dict[str, dict]:
 
 def role_reach(*, pool_names: Iterable[str]) -> list[dict]:
     """Every role with its policies and the pools each one alone lets a holder see (two queries)."""
-    from .engine.policy import visible_pools
+    from .engine.policy import visible_names
 
     pool_names = list(pool_names)
     rows = []
     for role in Role.objects.order_by("name"):
         try:
             definition = RoleDefinition(name=role.name, policies=parse_policies(role.policies, role=role.name))
-            reach = visible_pools([definition], pool_names)
+            reach = visible_names([definition], VIEW_POOL.action, VIEW_POOL.resource_type, pool_names)
         except EngineError:
             reach = []
         rows.append({"role": role, "body": role_body(role), "pools": sorted(reach)})

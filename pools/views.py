@@ -30,7 +30,8 @@ from accounts.access import user_can
 
 from . import selectors, services
 from .choices import ChangeOrigin, ConfigType, PoolStatus
-from .configs import TYPE_LABELS, ConfigError, NotFound, normalize_body
+from .configs import TYPE_LABELS, normalize_body
+from .engine.errors import ConfigError, NotFound
 from .forms import (
     DocumentForm,
     PoolForm,

@@ -7,7 +7,7 @@ from kube_objects import node
 from accounts.access import is_console_admin, user_can, user_role_names
 from pools import selectors, services
 from pools.choices import ConfigType
-from pools.configs import NotFound
+from pools.engine.errors import NotFound
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import pytest
 from accounts.models import Role
 from pools import selectors, services
 from pools.choices import ConfigType
-from pools.configs import ConfigError
+from pools.engine.errors import ConfigError
 from pools.models import ConfigRevision, Platform, PodTemplate, Pool
 
 POOL = ConfigType.POOL

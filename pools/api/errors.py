@@ -18,8 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from pools.choices import ConfigType
-from pools.configs import TYPE_LABELS, ConfigError, NotFound, Problem
-from pools.engine.errors import EngineError
+from pools.configs import TYPE_LABELS
+from pools.engine.errors import ConfigError, EngineError, NotFound, Problem
 
 
 class ConfigProblems(exceptions.APIException):

@@ -18,7 +18,7 @@ from rest_framework import serializers
 from accounts.models import SyncMode
 from pools import selectors
 from pools.choices import BackendKind, ConfigType
-from pools.configs import ConfigError, Problem
+from pools.engine.errors import ConfigError, Problem
 from pools.engine.validation import OPERATORS
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, UsageSample
 

@@ -35,7 +35,8 @@ from rest_framework.views import APIView
 from accounts.models import Role
 from pools import filtersets, selectors, services
 from pools.choices import ChangeOrigin, ConfigType
-from pools.configs import TYPE_LABELS, ConfigError, NotFound, Problem, parse_config_type, split_document
+from pools.configs import TYPE_LABELS, parse_config_type, split_document
+from pools.engine.errors import ConfigError, NotFound, Problem
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
 from pools.models import ResourceValidation as ResourceValidationModel
 

@@ -205,39 +205,115 @@ def evaluate_access(roles: Sequence[RoleDefinition], action: str, resource: str 
     return Decision(False, None, None, None, f"no policy allows {action} on {target}")
 
 
-def pool_role_policies(prefix: str) -> tuple[Policy, ...]:
-    """Return the policies of the ``osmo-<prefix>`` pool role: ``workflow:*`` and ``pool:Read`` on ``pool/<prefix>*``.
+def visible_names(roles: Sequence[RoleDefinition], action: str, resource_type: str, names: Iterable[str]) -> list[str]:
+    """Return, in the given order, the names of objects of ``resource_type`` on which ``roles`` may do ``action``.
 
-    The prefix is a plain prefix, so ``osmo-shared`` covers every pool whose name starts with ``shared``.
+    Uses ``evaluate_access``, so an object is listed exactly when a request on it would be allowed.
     """
-    return (Policy("Allow", ("workflow:*", "pool:Read"), (f"pool/{prefix}*",)),)
+    return [name for name in names if evaluate_access(roles, action, f"{resource_type}/{name}").allowed]
 
 
-def visible_pools(roles: Sequence[RoleDefinition], pool_names: Iterable[str], action: str = "pool:Read") -> list[str]:
-    """Return, in the given order, the pools on which ``roles`` may perform ``action``.
+# --- escalation: does one set of roles hold everything another grants? --------------------------------------
+#
+# Kubernetes RBAC's rule, on patterns instead of object lists: a writer may create or change a role only if
+# every (action, resource) its Allow policies grant is already allowed to the writer. Patterns make that a
+# question of containment: the writer holds a granted pair when one of the writer's Allow pairs contains it
+# and none of the writer's Deny pairs meets the part of it the new role does not deny itself. Action verbs
+# and type names are open-ended, so a union of narrower patterns never adds up to a wider one; checking
+# pattern by pattern is exact for actions and on the safe side for resource prefixes.
 
-    Uses ``evaluate_access``, so a pool is listed exactly when a request on it would be allowed.
+_UNSCOPED = None
+
+
+def _action_parts(pattern: str) -> tuple[str, str]:
+    pattern = pattern.lower()
+    if pattern in ("*", "*:*"):
+        return "*", "*"
+    kind, _, verb = pattern.partition(":")
+    return kind, verb
+
+
+def _part_contains(outer: str, inner: str) -> bool:
+    return outer == "*" or outer == inner
+
+
+def _action_contains(outer: str, inner: str) -> bool:
+    """Whether every action ``inner`` covers is covered by ``outer``."""
+    (outer_kind, outer_verb), (inner_kind, inner_verb) = _action_parts(outer), _action_parts(inner)
+    return _part_contains(outer_kind, inner_kind) and _part_contains(outer_verb, inner_verb)
+
+
+def _action_meet(first: str, second: str) -> str | None:
+    """The action pattern covering exactly what both cover, or None when they share nothing."""
+    parts = []
+    for one, other in zip(_action_parts(first), _action_parts(second), strict=True):
+        if one != "*" and other != "*" and one != other:
+            return None
+        parts.append(other if one == "*" else one)
+    return ":".join(parts)
+
+
+def _resource_contains(outer: str | None, inner: str | None) -> bool:
+    """Whether every resource ``inner`` covers is covered by ``outer`` (None: unscoped calls only)."""
+    if outer == "*":
+        return True
+    if inner is _UNSCOPED or outer is _UNSCOPED:
+        return inner is outer
+    if inner == "*":
+        return False
+    if outer.endswith("*"):
+        return inner.startswith(outer[:-1])
+    return not inner.endswith("*") and inner == outer
+
+
+def _resource_meet(first: str | None, second: str | None) -> str | None | bool:
+    """The resource pattern covering what both cover; False when they share nothing."""
+    if first == "*":
+        return second
+    if second == "*":
+        return first
+    if first is _UNSCOPED or second is _UNSCOPED:
+        return first if first is second else False
+    for wide, narrow in ((first, second), (second, first)):
+        if _resource_contains(wide, narrow):
+            return narrow
+    return False
+
+
+def _pairs(policy: Policy) -> list[tuple[str, str | None]]:
+    resources = policy.resources or (_UNSCOPED,)
+    return [(action, resource) for action in policy.actions for resource in resources]
+
+
+def ungranted(writer: Sequence[RoleDefinition], policies: Sequence[Policy]) -> list[str]:
+    """What a role with ``policies`` would allow that the ``writer``'s roles do not, as phrases; [] if nothing.
+
+    A granted pair is held when some Allow of the writer contains it and every Deny of the writer that meets
+    it is matched by a Deny of the role itself (which then grants none of it). ``osmo-admin`` holds everything.
     """
-    return [name for name in pool_names if evaluate_access(roles, action, f"pool/{name}").allowed]
-
-
-BUILTIN_ROLES: dict[str, dict] = {
-    "osmo-admin": {
-        "description": "Administrators: every action on every resource.",
-        "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}],
-        "immutable": True,
-    },
-    "osmo-user": {
-        "description": "Users: read everything, run workflows in the default pool.",
-        "policies": [
-            {"effect": "Allow", "actions": ["*:Read", "*:List"], "resources": ["*"]},
-            {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/default"]},
-        ],
-        "immutable": False,
-    },
-    "osmo-default": {
-        "description": "Held by everyone who signs in: health check, login and their own profile.",
-        "policies": [{"effect": "Allow", "actions": ["system:Health", "auth:Login", "profile:*"], "resources": []}],
-        "immutable": True,
-    },
-}
+    writer_allows = [pair for role in writer for p in role.policies if p.effect == "Allow" for pair in _pairs(p)]
+    writer_denies = [pair for role in writer for p in role.policies if p.effect == "Deny" for pair in _pairs(p)]
+    own_denies = [pair for p in policies if p.effect == "Deny" for pair in _pairs(p)]
+    missing = []
+    for policy in policies:
+        if policy.effect != "Allow":
+            continue
+        for action, resource in _pairs(policy):
+            held = any(
+                _action_contains(held_action, action) and _resource_contains(held_resource, resource)
+                for held_action, held_resource in writer_allows
+            )
+            for deny_action, deny_resource in writer_denies if held else ():
+                action_overlap = _action_meet(deny_action, action)
+                resource_overlap = _resource_meet(deny_resource, resource) if action_overlap else False
+                if resource_overlap is False:
+                    continue
+                if not any(
+                    _action_contains(own_action, action_overlap) and _resource_contains(own_resource, resource_overlap)
+                    for own_action, own_resource in own_denies
+                ):
+                    held = False
+                    break
+            if not held:
+                missing.append(f"{action} on {resource if resource is not _UNSCOPED else 'unscoped calls'}")
+    return missing

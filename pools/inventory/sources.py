@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pools.choices import BackendKind
-from pools.configs import ConfigError, read_document
+from pools.configs import read_document
+from pools.engine.errors import ConfigError
 
 from .records import Inventory, InventoryError, add_objects, inventory_from_list, paused_gc
 from .wire import decode_event, decode_list

@@ -22,8 +22,9 @@ from accounts.services import access_config_changed
 from pools import selectors
 from pools.builtins import BUILTINS
 from pools.choices import ConfigType, RevisionAction
-from pools.configs import TYPE_LABELS, ConfigError, Problem, normalize_body, split_document, users_of, validate_state
-from pools.engine.policy import pool_role_policies
+from pools.configs import TYPE_LABELS, normalize_body, split_document, users_of, validate_state
+from pools.engine.errors import ConfigError, Problem
+from pools.engine.permissions import pool_role_policy_data
 from pools.models import Backend, ConfigRevision, PodTemplate, Pool, ResourceValidation
 
 from .actors import Actor
@@ -332,10 +333,7 @@ def pool_role_generate(*, name: str, actor: Actor, description: str = "") -> lis
     prefix = name[len("osmo-") :]
     body = {
         "description": description or f"Use of the pools whose names start with '{prefix}'",
-        "policies": [
-            {"effect": p.effect, "actions": list(p.actions), "resources": list(p.resources)}
-            for p in pool_role_policies(prefix)
-        ],
+        "policies": pool_role_policy_data(prefix),
     }
     existing = selectors.config_state([ConfigType.ROLE])[ConfigType.ROLE].get(name)
     if existing:

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from pools import selectors
 from pools.choices import BackendKind
-from pools.configs import ConfigError, NotFound
+from pools.engine.errors import ConfigError, NotFound
 from pools.engine.membership import node_availability, node_matches_pod_spec
 from pools.inventory.records import Inventory, InventoryError, node_record, pod_record
 from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for

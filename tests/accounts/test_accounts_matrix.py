@@ -22,7 +22,7 @@ from accounts import services as access_services
 from accounts.access import is_console_admin, user_can
 from pools import selectors, services
 from pools.choices import ConfigType
-from pools.configs import NotFound
+from pools.engine.errors import NotFound
 from pools.models import Pool
 
 ANONYMOUS = "anonymous"
@@ -199,7 +199,7 @@ def guardian_disagreements(people) -> list[str]:
         for pool in Pool.objects.all():
             for codename, action in access_services.POOL_PERMISSIONS.items():
                 granted = checker.has_perm(codename, pool)
-                allowed = user_can(user, action, f"pool/{pool.name}").allowed
+                allowed = user_can(user, *action.on(pool.name)).allowed
                 if granted != allowed:
                     differences.append(f"{name} {codename} {pool.name}: guardian {granted}, policy {allowed}")
     return differences

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pools.engine.errors import PolicyError
+from pools.engine.permissions import BUILTIN_ROLES, pool_role_policy_data
 from pools.engine.policy import (
-    BUILTIN_ROLES,
     Decision,
     Policy,
     RoleDefinition,
@@ -16,9 +16,8 @@ from pools.engine.policy import (
     evaluate_access,
     parse_policies,
     policies_from_legacy_actions,
-    pool_role_policies,
     resource_matches,
-    visible_pools,
+    visible_names,
 )
 
 
@@ -145,17 +144,18 @@ def test_nothing_matching_is_denied():
     assert decision.as_dict()["reason"] == "no policy allows workflow:Create on pool/a"
 
 
-def test_visible_pools_agree_with_request_decisions_including_cross_role_deny():
+def test_visible_names_agree_with_request_decisions_including_cross_role_deny():
     roles = [builtin("osmo-user"), role("no-b", {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/b"]})]
     names = ["a", "b", "default"]
-    assert visible_pools(roles, names) == ["a", "default"]
+    assert visible_names(roles, "pool:Read", "pool", names) == ["a", "default"]
     for name in names:
-        assert (name in visible_pools(roles, names)) is evaluate_access(roles, "pool:Read", f"pool/{name}").allowed
-    assert visible_pools(roles, names, action="workflow:Create") == ["default"]
+        visible = name in visible_names(roles, "pool:Read", "pool", names)
+        assert visible is evaluate_access(roles, "pool:Read", f"pool/{name}").allowed
+    assert visible_names(roles, "workflow:Create", "pool", names) == ["default"]
 
 
 def test_pool_roles_grant_workflows_and_read_on_the_prefix():
-    prefix_role = RoleDefinition("osmo-shared", pool_role_policies("shared"))
+    prefix_role = RoleDefinition("osmo-shared", parse_policies(pool_role_policy_data("shared"), role="osmo-shared"))
     assert evaluate_access([prefix_role], "workflow:Create", "pool/shared_simulation_training_pool").allowed
     assert evaluate_access([prefix_role], "pool:Read", "pool/shared").allowed
     assert not evaluate_access([prefix_role], "pool:Update", "pool/shared").allowed
@@ -187,7 +187,7 @@ def test_default_role_allows_health_login_and_profile_only():
 
 
 def test_builtin_roles_are_described_and_parse():
-    assert set(BUILTIN_ROLES) == {"osmo-admin", "osmo-user", "osmo-default"}
+    assert set(BUILTIN_ROLES) == {"osmo-admin", "osmo-user", "osmo-default", "osmo-metrics"}
     for name, definition in BUILTIN_ROLES.items():
         assert definition["description"]
         assert isinstance(definition["immutable"], bool)

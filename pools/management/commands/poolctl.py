@@ -21,14 +21,8 @@ from accounts import services as access_services
 from accounts.tokens import parse_lifetime
 from pools import cli, selectors, services
 from pools.choices import ChangeOrigin
-from pools.configs import (
-    ConfigError,
-    parse_assignments,
-    parse_config_type,
-    parse_revision_ref,
-    read_document,
-)
-from pools.engine.errors import EngineError
+from pools.configs import parse_assignments, parse_config_type, parse_revision_ref, read_document
+from pools.engine.errors import ConfigError, EngineError
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
