@@ -13,6 +13,18 @@ class SyncMode(models.TextChoices):
     IGNORE = "ignore", "Ignore (leave alone)"
 
 
+class RoleQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """The roles ``principal`` may see (``VIEW_ROLE`` on ``role/<name>``)."""
+        from pools.engine.permissions import VIEW_ROLE
+
+        from .access import is_system, visible
+
+        if is_system(principal):
+            return self
+        return self.filter(name__in=visible(principal, VIEW_ROLE, Role.objects.values_list("name", flat=True)))
+
+
 class Role(models.Model):
     """A role named like ``osmo-<prefix>`` with policies over actions and resources."""
 
@@ -23,6 +35,8 @@ class Role(models.Model):
     sync_mode = models.CharField(max_length=16, choices=SyncMode.choices, default=SyncMode.IMPORT)
     immutable = models.BooleanField(default=False)
     builtin = models.BooleanField(default=False, editable=False)
+
+    objects = RoleQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -72,3 +86,18 @@ class ApiToken(models.Model):
         """Not revoked and not expired."""
         now = now or timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class ServiceAccount(models.Model):
+    """A user that is a program, not a person (Run:ai's "applications"): tokens only, no password, no browser.
+
+    Created and given roles by an administrator (SEMANTICS.md §7.2); its tokens act with its roles.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account")
+    description = models.TextField(blank=True)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"service account {self.user}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from pools import selectors as pool_selectors
 from pools.engine.errors import NotFound
+from pools.engine.permissions import VIEW_USER
 
-from .access import user_can, user_role_names
+from .access import is_system, user_can, user_role_names, visible
 from .models import ApiToken
 
 
@@ -42,3 +44,42 @@ def access_explain(*, username: str, action: str, resource: str = "") -> dict:
         "resource": resource,
         **decision.as_dict(),
     }
+
+
+def users_visible(*, principal) -> list[dict]:
+    """The users and service accounts ``principal`` may see (``VIEW_USER``), with the roles each holds.
+
+    Three queries whatever the number of users.
+    """
+    users = get_user_model().objects.order_by("username").select_related("service_account", "external_identity")
+    if not is_system(principal):
+        users = users.filter(username__in=visible(principal, VIEW_USER, users.values_list("username", flat=True)))
+    users = list(users.prefetch_related("groups"))
+    now = timezone.now()
+    tokens: dict[int, int] = {}
+    for user_id, expires_at, revoked_at in ApiToken.objects.filter(user__in=users).values_list(
+        "user_id", "expires_at", "revoked_at"
+    ):
+        if revoked_at is None and (expires_at is None or expires_at > now):
+            tokens[user_id] = tokens.get(user_id, 0) + 1
+    return [
+        {
+            "username": user.username,
+            "kind": "service account" if hasattr(user, "service_account") else "person",
+            "roles": sorted(group.name for group in user.groups.all()),
+            "superuser": user.is_superuser,
+            "active": user.is_active,
+            "signs_in_with": _sign_in(user),
+            "last_login": user.last_login.isoformat() if user.last_login else None,
+            "tokens": tokens.get(user.pk, 0),
+        }
+        for user in users
+    ]
+
+
+def _sign_in(user) -> str:
+    if hasattr(user, "service_account"):
+        return "tokens"
+    if hasattr(user, "external_identity"):
+        return "identity provider"
+    return "password" if user.has_usable_password() else "nothing yet"

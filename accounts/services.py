@@ -1,33 +1,30 @@
-"""Writes for accounts: the local administrator, sign-in from identity-provider claims, API tokens, and
-the guardian object permissions on pools that mirror the role policies."""
+"""Writes for accounts: the local administrator, sign-in from identity-provider claims, users and service
+accounts with the roles they hold (held to the no-escalation rule), and API tokens."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
-from django.contrib.contenttypes.models import ContentType
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from guardian.models import UserObjectPermission
 
-from pools.engine.errors import NotFound
+from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound
 from pools.engine.identity import RoleMapping, reconcile_roles, roles_from_claims
-from pools.engine.permissions import USE_POOL, VIEW_POOL
-from pools.models import Pool
+from pools.engine.permissions import CHANGE_USER, VIEW_USER
+from pools.engine.policy import parse_policies, ungranted
 
-from .access import allows, forget_roles
-from .models import ApiToken, ExternalIdentity, Role
+from .access import forget_roles, is_system, require, require_visible, user_roles
+from .models import ApiToken, ExternalIdentity, Role, ServiceAccount
+from .signals import roles_changed
 from .tokens import DISPLAY_PREFIX_LENGTH, token_digest, token_generate
 
-# Guardian permission on a pool -> the policy action it mirrors (on resource ``pool/<name>``).
-POOL_PERMISSIONS = {"view_pool": VIEW_POOL, "use_pool": USE_POOL}
-POOL_PERMISSION_NAMES = {"view_pool": "Can view pool", "use_pool": "Can use pool (run workflows)"}
 # A token's last-used time is written at most this often, so scripts do not write on every call.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -128,18 +125,26 @@ def user_roles_reconcile(*, user, claims: Mapping, client_id: str) -> set[str]:
         user.groups.remove(*Group.objects.filter(name__in=change.removed))
     if change.added or change.removed:
         forget_roles(user)
-        pool_permissions_sync(users=[user])
+        roles_changed.send(sender=Role, users=[user])
     return set(change.roles)
 
 
 # --- personal access tokens -----------------------------------------------------------------------------
 
 
-def api_token_create(*, user, name: str, lifetime: timedelta) -> tuple[ApiToken, str]:
-    """A new token for ``user``; returns the stored row and the token itself, which is never shown again."""
+def api_token_create(*, user, name: str, lifetime: timedelta, principal=None) -> tuple[ApiToken, str]:
+    """A new token for ``user``; returns the stored row and the token itself, which is never shown again.
+
+    ``principal`` is who asks, when not the user themself (an administrator making a service account's
+    token): they need ``CHANGE_USER`` on the user and must hold everything the user's roles allow, since
+    the token acts with those roles.
+    """
     name = name.strip()
     if not name:
-        raise ValueError("give the token a name (what script or machine uses it)")
+        raise ConfigError("give the token a name (what script or machine uses it)", field="name")
+    if principal is not None and principal != user:
+        _require_user_change(principal, user.get_username(), what=f"making a token for '{user.get_username()}'")
+        _require_grantable(principal, list(user.groups.values_list("name", flat=True)), verb="a token acting with")
     secret = token_generate()
     token = ApiToken.objects.create(
         user=user,
@@ -173,60 +178,97 @@ def api_token_use(*, secret: str):
     return token.user
 
 
-# --- guardian permissions mirroring the policies --------------------------------------------------------
+# --- users and service accounts (SEMANTICS.md §7.2) -------------------------------------------------------
 
 
-def pool_permissions() -> dict[str, Permission]:
-    """The guardian permissions on pools (``view_pool`` and the custom ``use_pool``), created when missing."""
-    content_type = ContentType.objects.get_for_model(Pool)
-    return {
-        codename: Permission.objects.get_or_create(
-            content_type=content_type, codename=codename, defaults={"name": POOL_PERMISSION_NAMES[codename]}
-        )[0]
-        for codename in POOL_PERMISSIONS
-    }
+def _require_user_change(principal, username: str, *, what: str) -> None:
+    """404 for a user the principal may not see, 403 without ``CHANGE_USER`` on them."""
+    require_visible(principal, VIEW_USER, username, label="user")
+    require(principal, CHANGE_USER, username, what=what)
+
+
+def _require_grantable(principal, role_names, *, verb: str = "giving") -> list[Role]:
+    """The roles named, refusing any the principal may not see (404) or does not hold entirely (403).
+
+    The no-escalation rule (SEMANTICS.md §7.1): one may give only roles whose every Allow one holds.
+    """
+    roles = {role.name: role for role in Role.objects.restrict(principal).filter(name__in=list(role_names))}
+    for name in role_names:
+        if name not in roles:
+            raise NotFound(f"role '{name}' does not exist")
+    if is_system(principal):
+        return list(roles.values())
+    writer = user_roles(principal)
+    for name, role in sorted(roles.items()):
+        missing = ungranted(writer, parse_policies(role.policies, role=name))
+        if missing:
+            raise AccessDenied(f"{verb} role '{name}' would allow {missing[0]}, which you are not allowed yourself")
+    return list(roles.values())
+
+
+def _valid_username(username: str) -> str:
+    username = (username or "").strip()
+    field = get_user_model()._meta.get_field("username")
+    try:
+        field.run_validators(username)
+    except ValidationError as exc:
+        raise ConfigError(" ".join(exc.messages), field="username") from None
+    if not username or len(username) > field.max_length:
+        raise ConfigError(f"a username has 1 to {field.max_length} characters", field="username")
+    return username
 
 
 @transaction.atomic
-def pool_permissions_sync(*, users: Iterable | None = None) -> dict[str, int]:
-    """Make the guardian object permissions on pools equal what the role policies decide.
+def user_create(
+    *, principal, username: str, service_account: bool = False, roles=(), email: str = "", description: str = ""
+):
+    """Create a person's local account or a service account, holding ``roles``.
 
-    Per user (not per role group): a Deny in one role takes away what another role allows, which
-    a union of group permissions cannot express. ``users`` limits the work to those users (after their
-    roles changed); None recomputes everyone (after a role or pool changed). Returns counts added and removed.
+    Needs ``CHANGE_USER`` on ``user/<username>``; the roles are held to the no-escalation rule. Neither kind
+    gets a password here: people sign in through Keycloak (or an operator sets a local password with
+    ``manage.py changepassword``); service accounts never sign in, they use tokens.
     """
-    permissions = pool_permissions()
-    permission_ids = {permission.pk: codename for codename, permission in permissions.items()}
-    content_type = ContentType.objects.get_for_model(Pool)
-    pools = list(Pool.objects.values_list("pk", "name"))
-    people = get_user_model().objects.all() if users is None else [user for user in users]
-    wanted: set[tuple[int, int, str]] = set()
-    for person in people:
-        forget_roles(person)
-        for codename, action in POOL_PERMISSIONS.items():
-            wanted.update(
-                (person.pk, permissions[codename].pk, str(pool_pk))
-                for pool_pk, pool_name in pools
-                if allows(person, action, pool_name)
-            )
-    existing_rows = UserObjectPermission.objects.filter(content_type=content_type, permission_id__in=permission_ids)
-    if users is not None:
-        existing_rows = existing_rows.filter(user_id__in=[person.pk for person in people])
-    existing = {
-        (row[1], row[2], row[3]): row[0]
-        for row in existing_rows.values_list("pk", "user_id", "permission_id", "object_pk")
-    }
-    stale = [pk for key, pk in existing.items() if key not in wanted]
-    UserObjectPermission.objects.filter(pk__in=stale).delete()
-    missing = wanted - existing.keys()
-    UserObjectPermission.objects.bulk_create(
-        UserObjectPermission(user_id=user_id, permission_id=permission_id, content_type=content_type, object_pk=pk)
-        for user_id, permission_id, pk in missing
-    )
-    return {"added": len(missing), "removed": len(stale)}
+    username = _valid_username(username)
+    require(principal, CHANGE_USER, username, what=f"creating user '{username}'")
+    granted = _require_grantable(principal, sorted(set(roles)))
+    users = get_user_model()
+    if users.objects.filter(username=username).exists():
+        raise Conflict(f"user '{username}' already exists", field="username")
+    user = users(username=username, email=(email or "").strip()[:254])
+    user.set_unusable_password()
+    user.save()
+    if service_account:
+        ServiceAccount.objects.create(
+            user=user, description=description.strip(), created_by=principal.get_username() if principal else ""
+        )
+    user.groups.set(Group.objects.filter(name__in=[role.name for role in granted]))
+    roles_changed.send(sender=Role, users=[user])
+    return user
 
 
-def access_config_changed(*, config_types: Iterable[str]) -> None:
-    """Call after a configuration change: a changed role or pool changes who may see and use which pool."""
-    if {"ROLE", "POOL"} & {str(config_type) for config_type in config_types}:
-        pool_permissions_sync()
+@transaction.atomic
+def user_roles_set(*, principal, username: str, roles) -> set[str]:
+    """Make ``username`` hold exactly ``roles``; returns the roles held afterwards.
+
+    Needs ``CHANGE_USER`` on the user; nobody changes their own roles; every role newly given is held to
+    the no-escalation rule (taking roles away is not an escalation). Superuser status is not a role and is
+    left alone.
+    """
+    users = get_user_model()
+    require_visible(principal, VIEW_USER, username, label="user")
+    user = users.objects.select_for_update().filter(username=username).first()
+    if user is None:
+        raise NotFound(f"user '{username}' does not exist")
+    _require_user_change(principal, username, what=f"changing the roles of '{username}'")
+    if not is_system(principal) and principal.pk == user.pk:
+        raise AccessDenied("you may not change your own roles")
+    wanted = sorted(set(roles))
+    held = set(user.groups.values_list("name", flat=True))
+    _require_grantable(principal, [name for name in wanted if name not in held])
+    unknown = set(wanted) - set(Role.objects.filter(name__in=wanted).values_list("name", flat=True))
+    if unknown:
+        raise NotFound(f"role '{sorted(unknown)[0]}' does not exist")
+    user.groups.set(Group.objects.filter(name__in=wanted))
+    forget_roles(user)
+    roles_changed.send(sender=Role, users=[user])
+    return set(wanted)

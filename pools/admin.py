@@ -35,7 +35,7 @@ from .models import (
 
 
 def admin_actor(request) -> services.Actor:
-    return services.Actor(request.user.get_username(), ChangeOrigin.ADMIN)
+    return services.Actor.of(request.user, ChangeOrigin.ADMIN)
 
 
 class ConfigDocumentForm(forms.ModelForm):
@@ -57,7 +57,9 @@ class ConfigDocumentForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.request = request
         if self.instance.pk and not self.is_bound:
-            body = selectors.config_show(config_type=self.config_type, name=self.instance.name)[self.instance.name]
+            body = selectors.config_show(config_type=self.config_type, name=self.instance.name, user=request.user)[
+                self.instance.name
+            ]
             self.initial["document"] = json.dumps(body, indent=2)
 
     def clean(self):
@@ -81,11 +83,14 @@ class ConfigDocumentForm(forms.ModelForm):
 
 
 class ConfigAdmin(admin.ModelAdmin):
-    """Shared admin for the config types: saves and deletes go through ``pools.services``."""
+    """Shared admin for the config types: saves and deletes go through ``pools.services`` (and its gate)."""
 
     config_type: ConfigType
     search_fields = ["name"]
     actions = None
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).restrict(request.user)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         base = type(
@@ -167,9 +172,12 @@ class RoleAdmin(ConfigAdmin):
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows that only sync or history writes: viewable, never edited by hand."""
+    """Rows that only sync or history writes: viewable, never edited by hand, only those the user may see."""
 
     actions = None
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).restrict(request.user)
 
     def has_add_permission(self, request):
         return False
@@ -206,6 +214,8 @@ class NodeMembershipAdmin(ReadOnlyAdmin):
 
 @admin.register(ConfigRevision)
 class ConfigRevisionAdmin(ReadOnlyAdmin):
+    # A snapshot holds every object of its type; the history pages show what each reader may see of it.
+    exclude = ["snapshot"]
     list_display = ["config_type", "revision", "name", "action", "username", "origin", "created_at", "description"]
     list_filter = ["config_type", "action", "origin"]
     search_fields = ["name", "description", "username"]

@@ -90,6 +90,23 @@ def resource_list_text(resources: list[dict]) -> str:
     )
 
 
+def user_list_text(users: list[dict]) -> str:
+    if not users:
+        return "No users."
+    rows = [
+        [
+            user["username"],
+            user["kind"],
+            ", ".join(user["roles"]) or "-",
+            user["signs_in_with"],
+            user["tokens"],
+            (user["last_login"] or "never")[:19].replace("T", " "),
+        ]
+        for user in users
+    ]
+    return table(["User", "Kind", "Roles", "Signs in with", "Tokens", "Last login (UTC)"], rows)
+
+
 def history_text(revisions: list[dict]) -> str:
     if not revisions:
         return "No revisions."

@@ -12,6 +12,7 @@ This module does not touch the database.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 from typing import Any
@@ -604,3 +605,28 @@ def parse_revision_ref(text: str) -> tuple[ConfigType, int]:
     if not sep or not number.isdigit() or int(number) < 1:
         raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)")
     return parse_config_type(type_text), int(number)
+
+
+# --- versions of an object: ETags and merge patches ----------------------------------------------------
+
+
+def body_etag(body: Any) -> str:
+    """A strong ETag (quoted) of a canonical body: it changes exactly when the configuration changes."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return '"' + hashlib.sha256(canonical.encode()).hexdigest()[:32] + '"'
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """JSON Merge Patch (RFC 7386): objects merge key by key, ``null`` removes a key, anything else replaces.
+
+    ``PATCH /api/pools/p/ {"platforms": {"old": null}}`` removes one platform and keeps the others.
+    """
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged

@@ -8,6 +8,8 @@ from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from accounts.access import SYSTEM
+
 from . import selectors
 
 POOL_GAUGES = (
@@ -23,7 +25,7 @@ class InventoryCollector:
     """Builds the metric families on every scrape."""
 
     def collect(self):
-        pools = selectors.pool_list()
+        pools = selectors.pool_list(user=SYSTEM)
         for name, field, text in POOL_GAUGES:
             family = GaugeMetricFamily(f"gpupool_pool_gpu_{name}", text, labels=["pool", "backend"])
             for pool in pools:
@@ -43,7 +45,7 @@ class InventoryCollector:
         )
         nodes = GaugeMetricFamily("gpupool_backend_nodes", "Nodes by availability", labels=["backend", "state"])
         errors = GaugeMetricFamily("gpupool_backend_sync_error", "1 while the last contact failed", labels=["backend"])
-        for row in selectors.backend_health():
+        for row in selectors.backend_health(user=SYSTEM):
             if row["last_heartbeat"]:
                 age.add_metric([row["name"]], (now - row["last_heartbeat"]).total_seconds())
             if row["last_sync_duration"] is not None:

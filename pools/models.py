@@ -8,6 +8,7 @@ Nothing here writes on its own: every change goes through ``pools.services``.
 
 from django.db import models
 
+from . import querysets
 from .choices import BackendKind, ChangeOrigin, ConfigType, RevisionAction
 
 
@@ -43,6 +44,8 @@ class Backend(models.Model):
     last_sync_error = models.TextField(blank=True, editable=False)
     last_sync_counts = models.JSONField(default=dict, blank=True, editable=False)
 
+    objects = querysets.BackendQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -57,6 +60,8 @@ class PodTemplate(models.Model):
     spec = models.JSONField(default=dict, blank=True)
     builtin = models.BooleanField(default=False, editable=False)
 
+    objects = querysets.PodTemplateQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -70,6 +75,8 @@ class ResourceValidation(models.Model):
     name = models.CharField(max_length=128, unique=True)
     rules = models.JSONField(default=list, blank=True)
     builtin = models.BooleanField(default=False, editable=False)
+
+    objects = querysets.ResourceValidationQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -98,6 +105,8 @@ class Pool(models.Model):
     resources = models.JSONField(default=default_pool_resources, blank=True)
     topology_keys = models.JSONField(default=list, blank=True)
 
+    objects = querysets.PoolQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -117,6 +126,8 @@ class Platform(models.Model):
     default_variables = models.JSONField(default=dict, blank=True)
     resource_validations = models.JSONField(default=list, blank=True)
     override_pod_template = models.JSONField(default=list, blank=True)
+
+    objects = querysets.PlatformQuerySet.as_manager()
 
     class Meta:
         ordering = ["pool__name", "name"]
@@ -175,6 +186,8 @@ class Node(models.Model):
     resource_version = models.CharField(max_length=64, blank=True)
     synced_at = models.DateTimeField(auto_now=True)
 
+    objects = querysets.NodeQuerySet.as_manager()
+
     class Meta:
         ordering = ["backend__name", "name"]
         constraints = [models.UniqueConstraint(fields=["backend", "name"], name="unique_node_per_backend")]
@@ -202,6 +215,8 @@ class Pod(models.Model):
     mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG profile -> requested count")
     resource_version = models.CharField(max_length=64, blank=True)
 
+    objects = querysets.PodQuerySet.as_manager()
+
     class Meta:
         ordering = ["backend__name", "namespace", "name"]
         constraints = [models.UniqueConstraint(fields=["backend", "namespace", "name"], name="unique_pod_per_backend")]
@@ -222,6 +237,8 @@ class PoolPodUsage(models.Model):
     gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
     gpu_quota = models.DecimalField(max_digits=14, decimal_places=3, default=0)
 
+    objects = querysets.PoolPodUsageQuerySet.as_manager()
+
     class Meta:
         ordering = ["backend", "pool_name"]
         constraints = [models.UniqueConstraint(fields=["backend", "pool_name"], name="unique_pool_usage_per_backend")]
@@ -239,6 +256,8 @@ class NodeMembership(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="memberships")
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="memberships")
     platform_name = models.CharField(max_length=128)
+
+    objects = querysets.MembershipQuerySet.as_manager()
 
     class Meta:
         ordering = ["pool__name", "platform_name", "node__name"]
@@ -266,7 +285,10 @@ class ConfigRevision(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     description = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
+    changed = models.JSONField(default=list, blank=True, help_text="the names of the objects this revision changed")
     snapshot = models.JSONField(default=dict)
+
+    objects = querysets.ConfigRevisionQuerySet.as_manager()
 
     class Meta:
         ordering = ["config_type", "-revision"]
@@ -302,6 +324,8 @@ class UsageSample(models.Model):
     quota_used = models.FloatField(null=True, blank=True)
     quota_limit = models.FloatField(null=True, blank=True)
 
+    objects = querysets.UsageSampleQuerySet.as_manager()
+
     class Meta:
         ordering = ["scope", "key", "at"]
         indexes = [models.Index(fields=["scope", "key", "resolution", "at"], name="usage_series")]
@@ -325,6 +349,8 @@ class NodeLabelChange(models.Model):
     origin = models.CharField(max_length=16, choices=ChangeOrigin.choices, default=ChangeOrigin.SYSTEM)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = querysets.NodeLabelChangeQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
 
@@ -342,6 +368,8 @@ class Lease(models.Model):
     name = models.CharField(max_length=200, unique=True)
     owner = models.CharField(max_length=200)
     expires_at = models.DateTimeField()
+
+    objects = querysets.LeaseQuerySet.as_manager()
 
     def __str__(self):
         return f"{self.name} held by {self.owner} until {self.expires_at:%H:%M:%S}"

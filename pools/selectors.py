@@ -6,6 +6,7 @@ hand the database rows to the pure engine; no caller computes usage on its own.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 from collections import defaultdict
@@ -20,12 +21,15 @@ from django.db.models import Count, DecimalField, F, Sum, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from accounts import access
+from accounts.access import is_system
 from accounts.models import Role
 
-from .choices import ConfigType, PoolStatus
+from .choices import BackendKind, ConfigType, PoolStatus, RevisionAction
+from .configs import TYPE_LABELS
 from .engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting, resource_type, usage_pair
 from .engine.errors import ConfigError, EngineError, NotFound
-from .engine.permissions import VIEW_POOL
+from .engine.permissions import LIST_FLEET, VIEW_POOL
 from .engine.policy import RoleDefinition, evaluate_access, parse_policies
 from .engine.validation import NodeResources, check_request, parse_rules
 from .engine.variables import render_pod_template, resolve_variables
@@ -34,13 +38,16 @@ from .models import (
     ConfigRevision,
     Node,
     NodeMembership,
+    Platform,
     Pod,
     PodTemplate,
     Pool,
     PoolPodUsage,
     ResourceValidation,
+    UsageSample,
     placements_pairs,
 )
+from .querysets import visible_object, visible_objects
 
 DEFAULT_PLATFORM = "default"
 GI = Decimal(1024**3)
@@ -132,21 +139,54 @@ def config_state(types: Iterable[ConfigType] | None = None) -> dict[ConfigType, 
     return state
 
 
-def config_revision_get(*, config_type: ConfigType, revision: int) -> ConfigRevision:
-    try:
-        return ConfigRevision.objects.get(config_type=config_type, revision=revision)
-    except ConfigRevision.DoesNotExist:
-        raise NotFound(f"revision {config_type}:{revision} does not exist") from None
+def config_revision_get(*, config_type: ConfigType, revision: int, user) -> ConfigRevision:
+    """One revision as ``user`` may see it (``redacted``); one that changed nothing they may see is NotFound."""
+    found = ConfigRevision.objects.restrict(user).filter(config_type=config_type, revision=revision).first()
+    if found is None:
+        raise NotFound(f"revision {config_type}:{revision} does not exist")
+    return redacted(found, user)
 
 
-def config_history(*, config_type: ConfigType | None = None, name: str | None = None):
-    """Revisions, newest first, optionally of one type and/or one object name."""
-    revisions = ConfigRevision.objects.defer("snapshot").order_by("-created_at", "config_type", "-revision")
+def redacted(revision: ConfigRevision, user) -> ConfigRevision:
+    """The revision with only what ``user`` may see: its snapshot, changed names, name and description.
+
+    Returns a detached copy when anything is hidden (never saved); the description then names only the
+    visible objects, since a hand-written or generated one may name the others.
+    """
+    if is_system(user):
+        return revision
+    changed = [name for name in revision.changed if visible_object(user, revision.config_type, name)]
+    if changed == revision.changed and "snapshot" in revision.get_deferred_fields():
+        return revision
+    shown = copy.copy(revision)
+    if "snapshot" not in revision.get_deferred_fields():
+        shown.snapshot = visible_objects(user, revision.config_type, revision.snapshot)
+    if changed != revision.changed:
+        shown.changed = changed
+        shown.name = changed[0] if len(changed) == 1 else ""
+        shown.description = describe_change(revision.action, ConfigType(revision.config_type), changed)
+    return shown
+
+
+def describe_change(action: str, config_type: ConfigType, changed: list[str]) -> str:
+    """``Updated pools a, b and 3 more``: the description a revision gets when its author gives none."""
+    label = TYPE_LABELS[config_type]
+    names = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    return f"{RevisionAction(action).label} {label}{'s' if len(changed) > 1 else ''} {names}"
+
+
+def config_history(*, user, config_type: ConfigType | None = None, name: str | None = None):
+    """Revisions ``user`` may see, newest first, optionally of one type and/or one object name.
+
+    A queryset (for paging); pass each row shown through ``redacted``.
+    """
+    revisions = ConfigRevision.objects.restrict(user).defer("snapshot")
     if config_type:
         revisions = revisions.filter(config_type=config_type)
     if name:
-        revisions = revisions.filter(name=name)
-    return revisions
+        touched = [pk for pk, changed in revisions.values_list("pk", "changed") if name in changed]
+        revisions = revisions.filter(pk__in=touched)
+    return revisions.order_by("-created_at", "config_type", "-revision")
 
 
 def revision_summary(revision: ConfigRevision) -> dict:
@@ -161,12 +201,16 @@ def revision_summary(revision: ConfigRevision) -> dict:
     }
 
 
-def config_show(*, config_type: ConfigType, name: str | None = None, revision: int | None = None) -> dict:
-    """A type's objects (or one, name-keyed) as they are now or were at ``revision``."""
+def config_objects(*, config_type: ConfigType, user, revision: int | None = None) -> dict:
+    """``{name: body}`` of a type's objects ``user`` may see, as they are now or were at ``revision``."""
     if revision is None:
-        objects = config_state([config_type])[config_type]
-    else:
-        objects = config_revision_get(config_type=config_type, revision=revision).snapshot
+        return visible_objects(user, config_type, config_state([config_type])[config_type])
+    return config_revision_get(config_type=config_type, revision=revision, user=user).snapshot
+
+
+def config_show(*, config_type: ConfigType, user, name: str | None = None, revision: int | None = None) -> dict:
+    """A type's objects (or one, name-keyed) as they are now or were at ``revision``, as ``user`` may see them."""
+    objects = config_objects(config_type=config_type, user=user, revision=revision)
     if name is None:
         return objects
     if name not in objects:
@@ -175,13 +219,34 @@ def config_show(*, config_type: ConfigType, name: str | None = None, revision: i
     return {name: objects[name]}
 
 
-def config_diff(*, config_type: ConfigType, revision: int, other: int | None = None) -> str:
-    """A unified diff from ``revision`` to ``other`` (or to the current state), object by object."""
-    before = config_revision_get(config_type=config_type, revision=revision).snapshot
-    if other is None:
-        after, after_label = config_state([config_type])[config_type], "current"
-    else:
-        after, after_label = config_revision_get(config_type=config_type, revision=other).snapshot, str(other)
+def config_diff(*, config_type: ConfigType, user, revision: int, other: int | None = None) -> str:
+    """A unified diff from ``revision`` to ``other`` (or to the current state), object by object, of what
+    ``user`` may see."""
+    before = config_objects(config_type=config_type, user=user, revision=revision)
+    after = config_objects(config_type=config_type, user=user, revision=other)
+    return snapshot_diff(config_type, before, after, str(revision), "current" if other is None else str(other))
+
+
+def revision_changes(*, revision: ConfigRevision, user) -> tuple[int | None, str]:
+    """What ``revision`` (as ``config_revision_get`` gave it) changed: the number of the revision before it and
+    the diff from that one, of the objects ``user`` may see. ``(None, "")`` for a type's first revision."""
+    previous = (
+        ConfigRevision.objects.filter(config_type=revision.config_type, revision__lt=revision.revision)
+        .order_by("-revision")
+        .first()
+    )
+    if previous is None:
+        return None, ""
+    before = visible_objects(user, revision.config_type, previous.snapshot)
+    config_type = ConfigType(revision.config_type)
+    return previous.revision, snapshot_diff(
+        config_type, before, revision.snapshot, str(previous.revision), str(revision.revision)
+    )
+
+
+def snapshot_diff(config_type: ConfigType, before: dict, after: dict, before_label: str, after_label: str) -> str:
+    """A unified diff between two ``{name: body}`` states, object by object."""
+    revision = before_label
     lines: list[str] = []
     for name in sorted(before.keys() | after.keys()):
         old = json.dumps(before[name], indent=2, sort_keys=True).splitlines() if name in before else []
@@ -201,23 +266,10 @@ def config_diff(*, config_type: ConfigType, revision: int, other: int | None = N
 # --- pools, platforms, templates ---------------------------------------------------------------------
 
 
-def visible_pool_filter(user, names: Iterable[str]) -> set[str] | None:
-    """The pool names ``user`` may see among ``names``; None means no filtering (the operator's CLI)."""
-    if user is None:
-        return None
-    from accounts.access import visible
-
-    return set(visible(user, VIEW_POOL, names))
-
-
-def pool_get(name: str, *, user=None) -> Pool:
+def pool_get(name: str, *, user) -> Pool:
     """One pool; a pool the user may not see does not exist for them (NotFound, a 404)."""
-    try:
-        pool = Pool.objects.select_related("backend").prefetch_related("platforms").get(name=name)
-    except Pool.DoesNotExist:
-        raise NotFound(f"pool '{name}' does not exist") from None
-    visible = visible_pool_filter(user, [pool.name])
-    if visible is not None and pool.name not in visible:
+    pool = Pool.objects.restrict(user).select_related("backend").prefetch_related("platforms").filter(name=name).first()
+    if pool is None:
         raise NotFound(f"pool '{name}' does not exist")
     return pool
 
@@ -268,7 +320,7 @@ def _render_platform(pool: Pool, platform_name: str, platform, variables: dict, 
         raise ConfigError(str(exc)) from None
 
 
-def pool_render(*, pool_name: str, platform: str | None = None, user_values: dict | None = None, user=None) -> dict:
+def pool_render(*, pool_name: str, user, platform: str | None = None, user_values: dict | None = None) -> dict:
     """The merged, rendered pod template a request to this pool and platform would get."""
     return _pool_render(pool_get(pool_name, user=user), platform, user_values)
 
@@ -314,7 +366,7 @@ def node_usage(nodes: Iterable[Node]) -> dict[int, dict[str, Decimal]]:
     }
 
 
-def pool_check(*, pool_name: str, platform: str | None = None, user_values: dict | None = None, user=None) -> dict:
+def pool_check(*, pool_name: str, user, platform: str | None = None, user_values: dict | None = None) -> dict:
     """Would this request fit? Static rules once, per-node rules against each member node (SEMANTICS.md §4)."""
     pool = pool_get(pool_name, user=user)
     rendered = _pool_render(pool, platform, user_values)
@@ -455,7 +507,7 @@ def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
     return {int(key): value for key, value in pool_gpu_accounting(inputs, nodes).items()}
 
 
-def pool_list(*, names: Iterable[str] | None = None, with_ids: bool = False, user=None) -> list[dict]:
+def pool_list(*, user, names: Iterable[str] | None = None, with_ids: bool = False) -> list[dict]:
     """The rows of ``poolctl pool list`` / the pool API: status, node set and GPU numbers per pool.
 
     ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples).
@@ -467,10 +519,9 @@ def pool_list(*, names: Iterable[str] | None = None, with_ids: bool = False, use
     # Every pool's name, for node sets; a node set names only the pools the user may see (the sharing
     # itself stays visible), so visibility is decided once, over all of them.
     id_names = dict(Pool.objects.values_list("id", "name"))
-    visible = visible_pool_filter(user, id_names.values())
-    if visible is not None:
-        pools = [pool for pool in pools if pool.name in visible]
-        id_names = {key: name for key, name in id_names.items() if name in visible}
+    visible = set(access.visible(user, VIEW_POOL, id_names.values()))
+    pools = [pool for pool in pools if pool.name in visible]
+    id_names = {key: name for key, name in id_names.items() if name in visible}
     summary = pool_gpu_summary({pool.backend_id for pool in pools})
     now = timezone.now()
     rows = []
@@ -555,16 +606,16 @@ class NodeTableRow(NamedTuple):
     gpu_product: str
 
 
-def resource_index(*, pool: str | None = None, platform: str | None = None, user=None) -> list[NodeTableRow]:
+def resource_index(*, user, pool: str | None = None, platform: str | None = None) -> list[NodeTableRow]:
     """The rows of ``poolctl resource list`` as light tuples: one per (node, pool, platform), UNUSED nodes once.
 
     One query over the node table's small columns (memberships come with each node, ``Node.placements``).
-    With a ``user``, only rows of pools they may see, and UNUSED nodes only for those allowed
-    ``resource:List``. ``resource_rows`` adds the numbers to the rows a caller keeps.
+    Only rows of pools ``user`` may see, and UNUSED nodes only for those allowed ``LIST_FLEET``.
+    ``resource_rows`` adds the numbers to the rows a caller keeps.
     """
     pool_names = dict(Pool.objects.values_list("id", "name"))
-    visible = visible_pool_filter(user, pool_names.values())
-    show_unused = visible is None or _allowed(user, "resource:List")
+    visible = set(access.visible(user, VIEW_POOL, pool_names.values()))
+    show_unused = access.allows(user, LIST_FLEET)
     if pool:
         pool_obj = pool_get(pool, user=user)
         if platform and platform not in pool_platforms(pool_obj):
@@ -589,7 +640,7 @@ def resource_index(*, pool: str | None = None, platform: str | None = None, user
         for pool_name, platform_name in pairs or [("", "")]:
             if pool and (pool_name != pool or (platform and platform_name != platform)):
                 continue
-            if visible is not None and (pool_name not in visible if pool_name else not show_unused):
+            if pool_name not in visible if pool_name else not show_unused:
                 continue
             rows.append(NodeTableRow(node_id, name, backend, pool_name, platform_name, kind, status, product))
     return rows
@@ -634,7 +685,7 @@ def resource_rows(index: list[NodeTableRow]) -> list[dict]:
     ]
 
 
-def resource_list(*, pool: str | None = None, platform: str | None = None, user=None) -> list[dict]:
+def resource_list(*, user, pool: str | None = None, platform: str | None = None) -> list[dict]:
     """The rows of ``poolctl resource list`` (and ``/api/resources/``): ``resource_index`` with the numbers."""
     return resource_rows(resource_index(pool=pool, platform=platform, user=user))
 
@@ -661,12 +712,6 @@ def node_mig_usage(nodes: list[Node]) -> dict[int, dict[str, dict]]:
             entry = result[node.pk].setdefault(profile, {"used": 0, "capacity": 0})
             entry["used"] = min(entry["capacity"], entry["used"] + count)
     return result
-
-
-def _allowed(user, action: str, resource: str = "") -> bool:
-    from accounts.access import user_can
-
-    return user_can(user, action, resource).allowed
 
 
 def _pair(used: Decimal, capacity: Decimal, unit: Decimal = Decimal(1)) -> dict:
@@ -698,12 +743,13 @@ def role_check(*, roles: Iterable[str], action: str, resource: str = "") -> dict
 # --- backends ---------------------------------------------------------------------------------------------
 
 
-def backend_health() -> list[dict]:
-    """Per backend: last contact, last sync duration and error, and node counts by availability (two queries)."""
+def backend_health(*, user) -> list[dict]:
+    """Per backend ``user`` may see: last contact, last sync duration and error, node counts by availability."""
     from django.db.models import Count, Q
 
     return list(
-        Backend.objects.order_by("name")
+        Backend.objects.restrict(user)
+        .order_by("name")
         .annotate(
             nodes_available=Count("nodes", filter=Q(nodes__available=True)),
             nodes_unavailable=Count("nodes", filter=Q(nodes__available=False)),
@@ -802,29 +848,33 @@ def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:
     return [{**group, "gpu": float(group["gpu"])} for _, group in sorted(groups.items())]
 
 
-def node_details(names: Iterable[str]) -> dict[str, dict]:
-    """Labels, taints, GPU product, backend and cordon state of nodes by name, for the node table (one query)."""
+def node_details(node_ids: Iterable[int]) -> dict[int, dict]:
+    """Labels, taints, GPU product, backend and cordon state of nodes by id, for the node table (one query).
+
+    By id, not name: two backends may each have a node of the same name.
+    """
+    rows = Node.objects.filter(pk__in=set(node_ids)).values_list(
+        "id", "backend__name", "labels", "taints", "gpu_product", "unschedulable"
+    )
     return {
-        name: {
+        node_id: {
             "backend": backend,
             "labels": labels or {},
             "taints": taints or [],
             "gpu_product": product,
             "cordoned": cordoned,
         }
-        for name, backend, labels, taints, product, cordoned in Node.objects.filter(name__in=set(names)).values_list(
-            "name", "backend__name", "labels", "taints", "gpu_product", "unschedulable"
-        )
+        for node_id, backend, labels, taints, product, cordoned in rows
     }
 
 
-def role_reach(*, pool_names: Iterable[str]) -> list[dict]:
-    """Every role with its policies and the pools each one alone lets a holder see (two queries)."""
+def role_reach(*, user, pool_names: Iterable[str]) -> list[dict]:
+    """The roles ``user`` may see, with their policies and the pools each one alone lets a holder see."""
     from .engine.policy import visible_names
 
     pool_names = list(pool_names)
     rows = []
-    for role in Role.objects.order_by("name"):
+    for role in Role.objects.restrict(user).order_by("name"):
         try:
             definition = RoleDefinition(name=role.name, policies=parse_policies(role.policies, role=role.name))
             reach = visible_names([definition], VIEW_POOL.action, VIEW_POOL.resource_type, pool_names)
@@ -834,113 +884,69 @@ def role_reach(*, pool_names: Iterable[str]) -> list[dict]:
     return rows
 
 
-# --- REST API: querysets restricted to what a user may read ------------------------------------------------
-# Objects a user may not read are left out before any lookup, so a list never shows them and a detail
-# request answers 404. Each function costs a fixed number of queries whatever the number of rows.
-# ``user=None`` means no restriction (the service's own reads), as in ``visible_pool_filter``.
-
-
-def _names_allowed(user, action: str, kind: str, names: Iterable[str]) -> list[str]:
-    from accounts.access import user_can
-
-    if user is None:
-        return list(names)
-    return [name for name in names if user_can(user, action, f"{kind}/{name}").allowed]
-
-
-def config_type_readable(user, config_type: ConfigType) -> bool:
-    """Whether ``user`` may read config objects of this type (``config:Read`` on ``config/<TYPE>``)."""
-    return user is None or _allowed(user, "config:Read", f"config/{config_type}")
-
-
-def _visible_pool_names(user) -> list[str]:
-    names = list(Pool.objects.values_list("name", flat=True))
-    visible = visible_pool_filter(user, names)
-    return names if visible is None else sorted(visible)
+# --- lists restricted to what a user may read ---------------------------------------------------------------
+# Each starts from the model's ``restrict`` (pools.querysets), so a list, a detail, an export and a chart
+# can never disagree; a fixed number of queries whatever the number of rows.
 
 
 def backends_visible(*, user):
-    """Backends ``user`` may read (``backend:Read`` on ``backend/<name>``)."""
-    names = _names_allowed(user, "backend:Read", "backend", Backend.objects.values_list("name", flat=True))
-    return Backend.objects.filter(name__in=names)
+    """Backends ``user`` may read."""
+    return Backend.objects.restrict(user)
 
 
 def pools_visible(*, user):
-    """Pools ``user`` may read (``pool:Read`` on ``pool/<name>``), with their backend and platforms."""
-    pools = Pool.objects.filter(name__in=_visible_pool_names(user))
-    return pools.select_related("backend").prefetch_related("platforms")
+    """Pools ``user`` may read, with their backend and platforms."""
+    return Pool.objects.restrict(user).select_related("backend").prefetch_related("platforms")
 
 
 def platforms_visible(*, user):
     """Platforms of the pools ``user`` may read."""
-    from .models import Platform
-
-    return Platform.objects.filter(pool__name__in=_visible_pool_names(user)).select_related("pool")
+    return Platform.objects.restrict(user).select_related("pool")
 
 
 def pod_templates_visible(*, user):
-    """Every pod template for a user with ``config:Read`` on ``config/POD_TEMPLATE``, else none."""
-    templates = PodTemplate.objects.all()
-    return templates if config_type_readable(user, ConfigType.POD_TEMPLATE) else templates.none()
+    """Every pod template for a reader of the type, else none."""
+    return PodTemplate.objects.restrict(user)
 
 
 def resource_validations_visible(*, user):
-    """Every validation set for a user with ``config:Read`` on ``config/RESOURCE_VALIDATION``, else none."""
-    validations = ResourceValidation.objects.all()
-    return validations if config_type_readable(user, ConfigType.RESOURCE_VALIDATION) else validations.none()
+    """Every validation set for a reader of the type, else none."""
+    return ResourceValidation.objects.restrict(user)
 
 
 def roles_visible(*, user):
-    """Roles ``user`` may read (``role:Read`` on ``role/<name>``)."""
-    names = _names_allowed(user, "role:Read", "role", Role.objects.values_list("name", flat=True))
-    return Role.objects.filter(name__in=names)
+    """Roles ``user`` may read."""
+    return Role.objects.restrict(user)
 
 
 def nodes_visible(*, user):
-    """Nodes of the pools ``user`` may read; every node, unused ones too, with ``resource:List``."""
-    nodes = Node.objects.select_related("backend")
-    if user is None or _allowed(user, "resource:List"):
-        return nodes
-    members = NodeMembership.objects.filter(pool__name__in=_visible_pool_names(user)).values("node_id")
-    return nodes.filter(pk__in=members)
+    """Nodes of the pools ``user`` may read; every node, unused ones too, with ``LIST_FLEET``."""
+    return Node.objects.restrict(user).select_related("backend")
 
 
 def pods_visible(*, user):
-    """Pods labelled with a pool ``user`` may read; every pod with ``resource:List``."""
-    pods = Pod.objects.select_related("backend")
-    if user is None or _allowed(user, "resource:List"):
-        return pods
-    return pods.filter(pool_name__in=_visible_pool_names(user))
+    """Pods labelled with a visible pool of their own backend; every pod with ``LIST_FLEET``."""
+    return Pod.objects.restrict(user).select_related("backend")
 
 
 def memberships_visible(*, user):
     """Node ↔ (pool, platform) rows of the pools ``user`` may read."""
-    return NodeMembership.objects.filter(pool__name__in=_visible_pool_names(user)).select_related(
-        "node", "node__backend", "pool"
-    )
+    return NodeMembership.objects.restrict(user).select_related("node", "node__backend", "pool")
 
 
 def usage_samples_visible(*, user):
-    """Usage samples of the pools ``user`` may read; GPU-product samples (cluster-wide) need ``resource:List``."""
-    from django.db.models import Q
-
-    from .models import UsageSample
-
-    samples = UsageSample.objects.select_related("backend")
-    if user is None or _allowed(user, "resource:List"):
-        return samples
-    return samples.filter(Q(scope=UsageSample.Scope.POOL, key__in=_visible_pool_names(user)))
+    """Usage samples of the pools ``user`` may read; GPU-product samples (fleet-wide) need ``LIST_FLEET``."""
+    return UsageSample.objects.restrict(user).select_related("backend")
 
 
-def revisions_visible(*, user, config_type: ConfigType | None = None, name: str | None = None):
-    """``config_history`` restricted to the config types ``user`` may read."""
-    readable = [config_type for config_type in ConfigType if config_type_readable(user, config_type)]
-    return config_history(config_type=config_type, name=name).filter(config_type__in=readable)
+def backends_to_sync():
+    """The backends that have an inventory to read: every kind but a ``file`` backend without a file."""
+    return Backend.objects.exclude(kind=BackendKind.FILE, source="")
 
 
-def backend_get(name: str, *, user=None) -> Backend:
-    """One backend; a backend the user may not read (``backend:Read``) does not exist for them."""
-    backend = Backend.objects.filter(name=name).first()
-    if backend is None or (user is not None and not _allowed(user, "backend:Read", f"backend/{name}")):
+def backend_get(name: str, *, user) -> Backend:
+    """One backend; a backend the user may not read does not exist for them."""
+    backend = Backend.objects.restrict(user).filter(name=name).first()
+    if backend is None:
         raise NotFound(f"backend '{name}' does not exist")
     return backend

@@ -26,12 +26,13 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.access import user_can
+from accounts.access import allows
 
 from . import selectors, services
 from .choices import ChangeOrigin, ConfigType, PoolStatus
-from .configs import TYPE_LABELS, normalize_body
-from .engine.errors import ConfigError, NotFound
+from .configs import TYPE_LABELS, body_etag, normalize_body, users_of
+from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
+from .engine.permissions import CHANGE_CONFIG, LIST_FLEET, OPERATE_BACKEND, VIEW_CONFIG
 from .forms import (
     DocumentForm,
     PoolForm,
@@ -62,21 +63,17 @@ POOL_COLUMNS = [
 ]
 
 
-def allowed(user, action: str, resource: str = "") -> bool:
-    """Whether the signed-in user may do ``action`` on ``resource`` (the access layer decides)."""
-    return user_can(user, action, resource).allowed
-
-
 def can_update_config(user, config_type: ConfigType) -> bool:
-    return allowed(user, "config:Update", f"config/{config_type}")
+    """Whether to offer the controls that change objects of ``config_type`` (the service decides again)."""
+    return allows(user, CHANGE_CONFIG, config_type)
 
 
 def actor_of(request) -> services.Actor:
-    return services.Actor(request.user.get_username(), ChangeOrigin.WEB)
+    return services.Actor.of(request.user, ChangeOrigin.WEB)
 
 
-def not_found_as_404(view: Callable) -> Callable:
-    """A selector's NotFound (missing or invisible object) is a 404 page, whatever the view."""
+def gate_answers(view: Callable) -> Callable:
+    """The gate's verdicts as pages: NotFound (missing or invisible) is a 404, AccessDenied a 403."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
@@ -84,6 +81,8 @@ def not_found_as_404(view: Callable) -> Callable:
             return view(request, *args, **kwargs)
         except NotFound as exc:
             raise Http404(str(exc)) from None
+        except AccessDenied as exc:
+            raise PermissionDenied(str(exc)) from None
 
     return wrapper
 
@@ -180,7 +179,7 @@ def overview(request):
 
 @login_required
 @require_GET
-@not_found_as_404
+@gate_answers
 def pool_detail(request, name: str):
     """One pool: platforms with merged templates, nodes, workloads, rules, usage history, timeouts, quota."""
     pool = selectors.pool_get(name, user=request.user)
@@ -223,7 +222,7 @@ def pool_detail(request, name: str):
 
 @login_required
 @require_GET
-@not_found_as_404
+@gate_answers
 def pool_usage(request, name: str):
     """The usage history of a pool and of its GPU products as chart series (JSON for the chart script)."""
     pool = selectors.pool_get(name, user=request.user)
@@ -235,6 +234,8 @@ def pool_usage(request, name: str):
     for sample in selectors.usage_series(scope="pool", key=pool.name, since=since):
         for key in series:
             series[key][sample["at"]] = sample[key]
+    # A product's series adds up every pool of the fleet: shown only to those who may see the whole fleet.
+    products = products if allows(request.user, LIST_FLEET) else []
     for product in products:
         series[product] = {
             sample["at"]: sample["used"] for sample in selectors.usage_series(scope="product", key=product, since=since)
@@ -258,26 +259,20 @@ def pool_usage(request, name: str):
 
 @login_required
 @require_POST
-@not_found_as_404
+@gate_answers
 def pool_maintenance(request, name: str):
     """Switch a pool's maintenance mode (a config change like any other, with its revision)."""
-    pool = selectors.pool_get(name, user=request.user)
-    if not can_update_config(request.user, ConfigType.POOL):
-        raise PermissionDenied("config:Update on config/POOL is needed")
-    body = selectors.pool_body(pool)
-    body["enable_maintenance"] = request.POST.get("enable") == "1"
-    services.config_update(
-        config_type=ConfigType.POOL,
-        name=pool.name,
-        data=body,
-        actor=actor_of(request),
-        description=f"{'Started' if body['enable_maintenance'] else 'Ended'} maintenance of pool {pool.name}",
-    )
-    return redirect("pools:pool", name=pool.name)
+    enable = request.POST.get("enable") == "1"
+    services.pool_maintenance_set(name=name, enable=enable, actor=actor_of(request))
+    return redirect("pools:pool", name=name)
 
 
 def pool_form_for(request, *, data=None, initial=None, editing: bool) -> PoolForm:
-    state = selectors.config_state([ConfigType.BACKEND, ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION])
+    """The pool form, offering the backends, templates and validations the user may see."""
+    state = {
+        config_type: selectors.config_objects(config_type=config_type, user=request.user)
+        for config_type in (ConfigType.BACKEND, ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION)
+    }
     return PoolForm(
         data,
         initial=initial,
@@ -290,37 +285,43 @@ def pool_form_for(request, *, data=None, initial=None, editing: bool) -> PoolFor
 
 @login_required
 @require_http_methods(["GET", "POST"])
-@not_found_as_404
+@gate_answers
 def pool_edit(request, name: str | None = None):
-    """Create or edit a pool; problems are shown next to their field and nothing is saved."""
-    if not can_update_config(request.user, ConfigType.POOL):
-        if name:
-            selectors.pool_get(name, user=request.user)  # an invisible pool stays a 404
-        raise PermissionDenied("config:Update on config/POOL is needed")
+    """Create or edit a pool; problems are shown next to their field and nothing is saved.
+
+    The form carries the version it was opened at: saving over someone else's change since is refused.
+    """
     base = selectors.pool_body(selectors.pool_get(name, user=request.user)) if name else {}
+    if not can_update_config(request.user, ConfigType.POOL):
+        raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(ConfigType.POOL)}")
     initial = PoolForm.initial_from_body(name, base) if name else {"backend": "default", "gpu_guarantee": -1}
     form = pool_form_for(
         request, data=request.POST if request.method == "POST" else None, initial=initial, editing=bool(name)
     )
     if request.method == "POST" and form.is_valid():
         pool_name = name or form.cleaned_data["name"]
-        if not name and pool_name in selectors.config_state([ConfigType.POOL])[ConfigType.POOL]:
+        version = request.POST.get("version", "")
+        expected = services.Expected(etags=frozenset([version])) if name and version else services.PRESENT
+        try:
+            services.config_update(
+                config_type=ConfigType.POOL,
+                name=pool_name,
+                data=form.body(base),
+                actor=actor_of(request),
+                description=form.cleaned_data["change_description"],
+                tags=form.cleaned_data["tags"],
+                expect={(ConfigType.POOL, pool_name): expected if name else services.ABSENT},
+            )
+        except Conflict:
             form.add_error("name", f"pool '{pool_name}' already exists")
+        except ConfigError as exc:
+            attach_problems(form, exc, default_field="platforms")
         else:
-            try:
-                services.config_update(
-                    config_type=ConfigType.POOL,
-                    name=pool_name,
-                    data=form.body(base),
-                    actor=actor_of(request),
-                    description=form.cleaned_data["change_description"],
-                    tags=form.cleaned_data["tags"],
-                )
-            except ConfigError as exc:
-                attach_problems(form, exc, default_field="platforms")
-            else:
-                return redirect("pools:pool", name=pool_name)
-    return render(request, "pools/pool_form.html", {"form": form, "name": name}, status=400 if form.errors else 200)
+            return redirect("pools:pool", name=pool_name)
+    # After a refused save the form keeps the version it was opened at, so a stale form stays stale.
+    version = (request.POST.get("version") or body_etag(base)) if name else ""
+    context = {"form": form, "name": name, "version": version}
+    return render(request, "pools/pool_form.html", context, status=400 if form.errors else 200)
 
 
 @login_required
@@ -328,7 +329,7 @@ def pool_edit(request, name: str | None = None):
 def pool_preview(request):
     """The merged template of every platform of the pool being edited, rendered without saving anything."""
     if not can_update_config(request.user, ConfigType.POOL):
-        raise PermissionDenied("config:Update on config/POOL is needed")
+        raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(ConfigType.POOL)}")
     name = request.POST.get("pool_name") or request.POST.get("name") or "draft"
     form = pool_form_for(request, data=request.POST, editing=False)
     form.fields["common_pod_template"].allowed = None
@@ -349,7 +350,7 @@ def pool_preview(request):
             problems = [str(problem) for problem in exc.problems]
             canonical = None
         if canonical is not None:
-            templates = selectors.config_state([ConfigType.POD_TEMPLATE])[ConfigType.POD_TEMPLATE]
+            templates = selectors.config_objects(config_type=ConfigType.POD_TEMPLATE, user=request.user)
             results = selectors.draft_render(pool_name=name, pool=canonical, templates=templates)
     return render(request, "pools/_preview.html", {"problems": problems, "results": _preview_results(results)})
 
@@ -376,24 +377,23 @@ def document_kind(kind: str) -> tuple[ConfigType, type, str]:
     return DOCUMENT_TYPES[kind]
 
 
+def visible_users_of(request, config_type: ConfigType, name: str) -> list[str]:
+    """The pools the user may see that refer to object ``name`` (the others are not named)."""
+    pools = selectors.config_objects(config_type=ConfigType.POOL, user=request.user)
+    return users_of({ConfigType.POOL: pools}, config_type, name)
+
+
 @login_required
 @require_GET
 def document_list(request, kind: str):
-    """Pod templates or validation sets, with the pools that use each one."""
+    """Pod templates, validation sets or roles the user may see, with the pools that use each one."""
     config_type, _, _ = document_kind(kind)
-    if not allowed(request.user, "config:Read", f"config/{config_type}"):
+    objects = selectors.config_objects(config_type=config_type, user=request.user)
+    if not objects and not allows(request.user, VIEW_CONFIG, config_type):
         raise Http404("not found")
-    state = selectors.config_state([config_type, ConfigType.POOL])
-    visible = {row["name"] for row in selectors.pool_list(user=request.user)}
-    from .configs import users_of
-
     items = [
-        {
-            "name": item_name,
-            "body": body,
-            "used_by": [p for p in users_of(state, config_type, item_name) if p in visible],
-        }
-        for item_name, body in sorted(state[config_type].items())
+        {"name": item_name, "body": body, "used_by": visible_users_of(request, config_type, item_name)}
+        for item_name, body in sorted(objects.items())
     ]
     context = {
         "kind": kind,
@@ -406,16 +406,18 @@ def document_list(request, kind: str):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@gate_answers
 def document_edit(request, kind: str, name: str | None = None):
-    """Create or edit a pod template, a validation set or a role as a YAML/JSON document."""
+    """Create or edit a pod template, a validation set or a role as a YAML/JSON document.
+
+    The form carries the version it was opened at: saving over someone else's change since is refused.
+    """
     config_type, expect, body_label = document_kind(kind)
-    if not allowed(request.user, "config:Read", f"config/{config_type}"):
-        raise Http404("not found")
-    if not can_update_config(request.user, config_type):
-        raise PermissionDenied(f"config:Update on config/{config_type} is needed")
-    existing = selectors.config_state([config_type])[config_type]
+    existing = selectors.config_objects(config_type=config_type, user=request.user)
     if name and name not in existing:
         raise Http404(f"{TYPE_LABELS[config_type]} '{name}' does not exist")
+    if not can_update_config(request.user, config_type):
+        raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(config_type)}")
     initial = {"name": name, "body": document_text(existing[name])} if name else {"body": ""}
     form = DocumentForm(
         request.POST if request.method == "POST" else None,
@@ -424,38 +426,38 @@ def document_edit(request, kind: str, name: str | None = None):
         body_label=body_label,
         editing=bool(name),
     )
+    version = (request.POST.get("version") or body_etag(existing[name])) if name else ""
     if request.method == "POST" and form.is_valid():
         object_name = name or form.cleaned_data["name"]
-        if not name and object_name in existing:
+        expected = services.Expected(etags=frozenset([version])) if name else services.ABSENT
+        try:
+            services.config_update(
+                config_type=config_type,
+                name=object_name,
+                data={object_name: form.cleaned_data["body"]},
+                actor=actor_of(request),
+                description=form.cleaned_data["change_description"],
+                tags=form.cleaned_data["tags"],
+                expect={(config_type, object_name): expected},
+            )
+        except Conflict:
             form.add_error("name", f"{TYPE_LABELS[config_type]} '{object_name}' already exists")
+        except ConfigError as exc:
+            attach_problems(form, exc, default_field="body")
+        except AccessDenied as exc:
+            form.add_error(None, str(exc))
         else:
-            try:
-                services.config_update(
-                    config_type=config_type,
-                    name=object_name,
-                    data={object_name: form.cleaned_data["body"]},
-                    actor=actor_of(request),
-                    description=form.cleaned_data["change_description"],
-                    tags=form.cleaned_data["tags"],
-                )
-            except ConfigError as exc:
-                attach_problems(form, exc, default_field="body")
-            else:
-                return redirect(
-                    "pools:roles" if kind == "roles" else "pools:documents",
-                    **({} if kind == "roles" else {"kind": kind}),
-                )
-    users = []
-    if name and config_type == ConfigType.POD_TEMPLATE:
-        from .configs import users_of
-
-        users = users_of(selectors.config_state([config_type, ConfigType.POOL]), config_type, name)
+            return redirect(
+                "pools:roles" if kind == "roles" else "pools:documents",
+                **({} if kind == "roles" else {"kind": kind}),
+            )
     context = {
         "form": form,
         "kind": kind,
         "label": TYPE_LABELS[config_type],
         "name": name,
-        "preview_pools": users,
+        "version": version,
+        "preview_pools": visible_users_of(request, config_type, name) if name else [],
         "previewable": config_type == ConfigType.POD_TEMPLATE,
     }
     return render(request, "pools/document_form.html", context, status=400 if form.errors else 200)
@@ -466,14 +468,14 @@ def document_edit(request, kind: str, name: str | None = None):
 def template_preview(request):
     """A pool's merged template with the pod template being edited in place of the saved one, unsaved."""
     if not can_update_config(request.user, ConfigType.POD_TEMPLATE):
-        raise PermissionDenied("config:Update on config/POD_TEMPLATE is needed")
+        raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(ConfigType.POD_TEMPLATE)}")
     form = DocumentForm(request.POST, expect=dict)
     form.is_valid()
     if "body" in form.errors:
         return render(request, "pools/_preview.html", {"problems": form.errors["body"], "results": {}})
     name = request.POST.get("template_name") or request.POST.get("name") or "draft"
     pool_name = request.POST.get("preview_pool", "")
-    templates = selectors.config_state([ConfigType.POD_TEMPLATE])[ConfigType.POD_TEMPLATE]
+    templates = selectors.config_objects(config_type=ConfigType.POD_TEMPLATE, user=request.user)
     templates[name] = form.cleaned_data["body"]
     if not pool_name:
         results = selectors.draft_render(
@@ -510,7 +512,7 @@ NODE_COLUMNS = [
 
 @login_required
 @require_GET
-@not_found_as_404
+@gate_answers
 def nodes(request):
     """Every (node, pool, platform) row the user may see, filterable, with labels, taints and reasons."""
     filters = {
@@ -529,12 +531,12 @@ def nodes(request):
             index = [row for row in index if getattr(row, field) == filters[field]]
     if filters["q"]:
         needle = filters["q"].lower()
-        labels = selectors.node_details({row.node for row in index})
+        labels = selectors.node_details({row.node_id for row in index})
         index = [
             row
             for row in index
             if needle in row.node.lower()
-            or any(needle in f"{k}={v}".lower() for k, v in labels.get(row.node, {}).get("labels", {}).items())
+            or any(needle in f"{k}={v}".lower() for k, v in labels.get(row.node_id, {}).get("labels", {}).items())
         ]
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
@@ -562,13 +564,13 @@ def nodes(request):
         return export(flat, NODE_COLUMNS, "nodes", fmt)
     page = Paginator(index, NODES_PER_PAGE).get_page(request.GET.get("page"))
     numbers = selectors.resource_numbers(page.object_list)
-    details = selectors.node_details({row.node for row in page.object_list})
+    details = selectors.node_details({row.node_id for row in page.object_list})
     page.object_list = [
         {
             **row._asdict(),
             **numbers[row.node_id],
-            "labels": details.get(row.node, {}).get("labels", {}),
-            "taints": details.get(row.node, {}).get("taints", []),
+            "labels": details.get(row.node_id, {}).get("labels", {}),
+            "taints": details.get(row.node_id, {}).get("taints", []),
         }
         for row in page.object_list
         if row.node_id in numbers
@@ -593,29 +595,22 @@ def nodes(request):
 @require_GET
 def backends(request):
     """Each backend the user may read: sync status, last contact, duration, last error, node counts."""
-    rows = [
-        row for row in selectors.backend_health() if allowed(request.user, "backend:Read", f"backend/{row['name']}")
-    ]
+    rows = selectors.backend_health(user=request.user)
     window = timedelta(seconds=settings.GPUPOOL["ONLINE_WINDOW_SECONDS"])
     now = timezone.now()
     for row in rows:
         row["online"] = bool(row["last_heartbeat"] and now - row["last_heartbeat"] < window)
-        row["can_sync"] = allowed(request.user, "backend:Update", f"backend/{row['name']}")
+        row["can_sync"] = allows(request.user, OPERATE_BACKEND, row["name"])
     return render(request, "pools/backends.html", {"rows": rows})
 
 
 @login_required
 @require_POST
-@not_found_as_404
+@gate_answers
 def backend_sync(request, name: str):
     """Queue a sync of the backend and answer the progress fragment that polls until it is done."""
-    backend = selectors.backend_get(name, user=request.user)
-    if not allowed(request.user, "backend:Update", f"backend/{name}"):
-        raise PermissionDenied("backend:Update is needed")
     requested = timezone.now()
-    from .tasks import sync_backend
-
-    sync_backend.delay(backend.pk)
+    services.backend_sync_request(name=name, actor=actor_of(request))
     return render(
         request, "pools/_sync_progress.html", {"name": name, "since": requested.timestamp(), "state": "queued"}
     )
@@ -623,7 +618,7 @@ def backend_sync(request, name: str):
 
 @login_required
 @require_GET
-@not_found_as_404
+@gate_answers
 def backend_sync_status(request, name: str):
     """Progress of a requested sync; answers 286 once it finished or failed, so htmx stops polling."""
     backend = selectors.backend_get(name, user=request.user)
@@ -670,10 +665,8 @@ def what_if(request):
             form.add_error(None, str(exc))
         else:
             result = {"rendered": rendered, "yaml": document_text(rendered["pod_template"]), "verdict": verdict}
-    platforms = {}
-    for row in selectors.config_state([ConfigType.POOL])[ConfigType.POOL].items():
-        if row[0] in pools:
-            platforms[row[0]] = sorted(row[1]["platforms"]) or ["default"]
+    visible_pools = selectors.config_objects(config_type=ConfigType.POOL, user=request.user)
+    platforms = {name: sorted(body["platforms"]) or ["default"] for name, body in visible_pools.items()}
     context = {"form": form, "result": result, "platforms": platforms}
     return page_or_fragment(request, "pools/what_if.html", "pools/_what_if_result.html", context)
 
@@ -681,42 +674,34 @@ def what_if(request):
 # --- history ----------------------------------------------------------------------------------------------
 
 
-def readable_types(user) -> list[ConfigType]:
-    return [t for t in ConfigType if allowed(user, "config:Read", f"config/{t}")]
-
-
 @login_required
 @require_GET
 def history(request):
-    """Revisions per config type: who, when, what, tags; each opens its diff and rollback."""
-    types = readable_types(request.user)
+    """Revisions the user may see, per config type: who, when, what, tags; each opens its diff and rollback."""
     chosen = request.GET.get("type", "")
-    revisions = selectors.config_history(config_type=chosen or None).filter(config_type__in=types)
-    if chosen and chosen not in types:
+    config_type = ConfigType(chosen) if chosen in ConfigType.values else None
+    revisions = selectors.config_history(user=request.user, config_type=config_type)
+    if chosen and config_type is None:
         revisions = revisions.none()
     page = Paginator(revisions, 50).get_page(request.GET.get("page"))
-    return render(request, "pools/history.html", {"page": page, "types": types, "chosen": chosen})
+    page.object_list = [selectors.redacted(revision, request.user) for revision in page.object_list]
+    return render(request, "pools/history.html", {"page": page, "types": list(ConfigType), "chosen": chosen})
 
 
-def readable_revision(request, config_type: str, revision: int):
-    if config_type not in ConfigType.values or config_type not in readable_types(request.user):
+def visible_revision(request, config_type: str, revision: int):
+    """The revision as the user may see it; 404 for an unknown type or a revision of nothing they may see."""
+    if config_type not in ConfigType.values:
         raise Http404("no such revision")
-    try:
-        return selectors.config_revision_get(config_type=ConfigType(config_type), revision=revision)
-    except NotFound as exc:
-        raise Http404(str(exc)) from None
+    return selectors.config_revision_get(config_type=ConfigType(config_type), revision=revision, user=request.user)
 
 
 @login_required
 @require_GET
+@gate_answers
 def revision_detail(request, config_type: str, revision: int):
     """One revision: what it changed, side by side with the revision before it."""
-    target = readable_revision(request, config_type, revision)
-    previous = selectors.config_history(config_type=ConfigType(config_type)).filter(revision__lt=revision).first()
-    if previous:
-        diff = selectors.config_diff(config_type=ConfigType(config_type), revision=previous.revision, other=revision)
-    else:
-        diff = ""
+    target = visible_revision(request, config_type, revision)
+    previous, diff = selectors.revision_changes(revision=target, user=request.user)
     context = {
         "revision": target,
         "previous": previous,
@@ -729,12 +714,13 @@ def revision_detail(request, config_type: str, revision: int):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@gate_answers
 def revision_rollback(request, config_type: str, revision: int):
     """Confirm, then restore a config type to a revision (a new revision; refused with the reason if unsafe)."""
-    target = readable_revision(request, config_type, revision)
+    target = visible_revision(request, config_type, revision)
     ctype = ConfigType(config_type)
     if not can_update_config(request.user, ctype):
-        raise PermissionDenied(f"config:Update on config/{config_type} is needed")
+        raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(ctype)}")
     form = RollbackForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -746,9 +732,11 @@ def revision_rollback(request, config_type: str, revision: int):
             )
         except ConfigError as exc:
             form.add_error(None, str(exc))
+        except AccessDenied as exc:
+            form.add_error(None, str(exc))
         else:
             return redirect("pools:revision", config_type=config_type, revision=created[0].revision)
-    diff = selectors.config_diff(config_type=ctype, revision=revision)
+    diff = selectors.config_diff(config_type=ctype, revision=revision, user=request.user)
     context = {"revision": target, "diff": diff, "form": form}
     return render(request, "pools/rollback.html", context, status=400 if form.errors else 200)
 
@@ -759,22 +747,23 @@ def revision_rollback(request, config_type: str, revision: int):
 @login_required
 @require_http_methods(["GET", "POST"])
 def roles(request):
-    """Roles, their policies and the pools each reaches; generate a pool role."""
-    if not allowed(request.user, "role:Read", "") and not allowed(request.user, "config:Read", "config/ROLE"):
-        raise Http404("not found")
+    """Roles the user may see, their policies and the pools each reaches; generate a pool role."""
     can_edit = can_update_config(request.user, ConfigType.ROLE)
     form = RoleGenerateForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
         if not can_edit:
-            raise PermissionDenied("config:Update on config/ROLE is needed")
+            raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(ConfigType.ROLE)}")
         if form.is_valid():
             role_name = f"osmo-{form.cleaned_data['prefix']}"
             try:
                 services.pool_role_generate(name=role_name, actor=actor_of(request))
-            except ConfigError as exc:
+            except (ConfigError, AccessDenied) as exc:
                 form.add_error("prefix", str(exc))
             else:
                 return redirect(f"{reverse('pools:roles')}#role-{role_name}")
     visible = [row["name"] for row in selectors.pool_list(user=request.user)]
-    context = {"rows": selectors.role_reach(pool_names=visible), "form": form, "can_edit": can_edit}
+    rows = selectors.role_reach(user=request.user, pool_names=visible)
+    if not rows:
+        raise Http404("not found")
+    context = {"rows": rows, "form": form, "can_edit": can_edit}
     return render(request, "pools/roles.html", context, status=400 if form.errors else 200)

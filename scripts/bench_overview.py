@@ -44,7 +44,7 @@ def build(pools: int, nodes: int) -> None:
     from pools.inventory.simulated import SimulatedFleet
     from pools.models import Backend
 
-    actor = services.Actor("bench")
+    actor = services.Actor.system("bench")
     sample = SimulatedFleet(seed=7, size=nodes, blueprint=None).nodes(time.time())
     groups = sorted(
         {

@@ -52,7 +52,7 @@ def demo(db):
 
 @pytest.fixture
 def actor():
-    return services.Actor("tester")
+    return services.Actor.system("tester")
 
 
 @pytest.fixture

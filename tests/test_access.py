@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth.models import Group
 from kube_objects import node
 
-from accounts.access import is_console_admin, user_can, user_role_names
+from accounts.access import SYSTEM, is_console_admin, user_can, user_role_names
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.engine.errors import NotFound
@@ -85,7 +85,11 @@ def test_nobody_without_roles_sees_pools_and_anonymous_users_hold_nothing(pools,
 def test_superusers_hold_osmo_admin_and_the_operator_cli_sees_everything(pools, django_user_model):
     root = django_user_model.objects.create_superuser("root", password="pw")
     assert "osmo-admin" in user_role_names(root) and is_console_admin(root)
-    assert names(selectors.pool_list(user=root)) == names(selectors.pool_list()) == ["team-a", "team-a-gpu", "team-b"]
+    assert (
+        names(selectors.pool_list(user=root))
+        == names(selectors.pool_list(user=SYSTEM))
+        == ["team-a", "team-a-gpu", "team-b"]
+    )
     assert not is_console_admin(user_with(django_user_model, "bob", "osmo-team-a"))
 
 

@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 from kube_objects import node, pod, write_list
 
+from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.inventory.records import InventoryError
@@ -32,7 +33,7 @@ def pool(actor, name, *, backend="test-cluster", templates=(), platforms=None, g
 
 
 def pools_by_name():
-    return {row["name"]: row for row in selectors.pool_list()}
+    return {row["name"]: row for row in selectors.pool_list(user=SYSTEM)}
 
 
 def members(pool_name):
@@ -160,7 +161,7 @@ class TestMembership:
         cluster([node("n1")])
         pool(actor, "plain")
         assert members("plain") == {("n1", "default")}
-        assert selectors.pool_render(pool_name="plain")["platform"] == "default"
+        assert selectors.pool_render(user=SYSTEM, pool_name="plain")["platform"] == "default"
 
     def test_changing_a_template_recomputes_membership(self, cluster, actor):
         cluster([node("l40s", product="NVIDIA-L40S"), node("h100", product="NVIDIA-H100")])
@@ -173,7 +174,7 @@ class TestMembership:
     def test_unavailable_nodes_are_members_with_a_reason_but_add_no_capacity(self, cluster, actor):
         cluster([node("ok", gpu=8), node("down", gpu=8, ready="False"), node("cordoned", gpu=8, unschedulable=True)])
         pool(actor, "p")
-        rows = {r["node"]: r for r in selectors.resource_list(pool="p")}
+        rows = {r["node"]: r for r in selectors.resource_list(user=SYSTEM, pool="p")}
         assert rows["down"]["available"] is False and "Ready" in rows["down"]["reason"]
         assert rows["cordoned"]["available"] is False and "cordon" in rows["cordoned"]["reason"]
         assert pools_by_name()["p"]["gpu"]["total_capacity"] == 8
@@ -245,7 +246,7 @@ class TestAccounting:
             assert rows[name]["node_set"] == ["bridge", "team-a", "team-b"]
             assert rows[name]["gpu"]["total_capacity"] == 20
         assert rows["bridge"]["gpu"]["total_usage"] == 0
-        types = {(r["node"], r["pool"]): r["type"] for r in selectors.resource_list()}
+        types = {(r["node"], r["pool"]): r["type"] for r in selectors.resource_list(user=SYSTEM)}
         assert types[("a1", "team-a")] == "SHARED" and types[("b1", "bridge")] == "SHARED"
 
     def test_overhead_counts_toward_usage(self, cluster, actor):
@@ -254,11 +255,11 @@ class TestAccounting:
         assert pools_by_name()["p"]["gpu"]["total_usage"] == 2
 
     def test_nodes_in_no_pool_are_listed_as_unused(self, two_pools, actor):
-        rows = [r for r in selectors.resource_list() if r["type"] == "UNUSED"]
+        rows = [r for r in selectors.resource_list(user=SYSTEM) if r["type"] == "UNUSED"]
         assert rows == []
         template(actor, "team-b", {"nodeSelector": {"team": "nobody"}})  # team-b now selects no node
         assert not NodeMembership.objects.filter(node__name="b1").exists()
-        unused = [r for r in selectors.resource_list() if r["type"] == "UNUSED"]
+        unused = [r for r in selectors.resource_list(user=SYSTEM) if r["type"] == "UNUSED"]
         assert [(r["node"], r["pool"], r["platform"]) for r in unused] == [("b1", "", "")]
 
     def test_resource_numbers_round_used_up_and_capacity_down(self, cluster, actor):
@@ -266,7 +267,7 @@ class TestAccounting:
             [node("n", gpu=8, cpu="7500m", memory="10.5Gi"), pod("p", node="n", gpu="100m", cpu="250m", memory="100Mi")]
         )
         pool(actor, "p")
-        (row,) = selectors.resource_list(pool="p")
+        (row,) = selectors.resource_list(user=SYSTEM, pool="p")
         assert row["gpu"] == {"used": 1, "capacity": 8}
         assert row["cpu"] == {"used": 1, "capacity": 7}
         assert row["memory_gi"] == {"used": 1, "capacity": 10}
@@ -274,7 +275,7 @@ class TestAccounting:
     def test_used_is_clamped_to_capacity(self, cluster, actor):
         cluster([node("n", gpu=2), pod("big", node="n", gpu=5)])
         pool(actor, "p")
-        assert selectors.resource_list(pool="p")[0]["gpu"] == {"used": 2, "capacity": 2}
+        assert selectors.resource_list(user=SYSTEM, pool="p")[0]["gpu"] == {"used": 2, "capacity": 2}
 
     def test_status_follows_maintenance_and_the_last_contact(self, cluster, actor, settings):
         backend = cluster([node("n")])
@@ -305,16 +306,16 @@ class TestCheck:
             actor=actor,
         )
         pool(actor, "p", common_resource_validations=["fits_now"])
-        result = selectors.pool_check(pool_name="p", user_values={"USER_GPU": 4})
+        result = selectors.pool_check(user=SYSTEM, pool_name="p", user_values={"USER_GPU": 4})
         assert result["passed"] is True
         assert {n["node"]: n["passed"] for n in result["nodes"]} == {"busy": False, "idle": True}
         busy = next(n for n in result["nodes"] if n["node"] == "busy")
         assert busy["errors"] == ["4 GPUs do not fit on a node with 2 free"]
-        assert selectors.pool_check(pool_name="p", user_values={"USER_GPU": 9})["passed"] is False
+        assert selectors.pool_check(user=SYSTEM, pool_name="p", user_values={"USER_GPU": 9})["passed"] is False
 
     def test_a_platform_without_nodes_fails_and_says_so(self, cluster, actor):
         cluster([node("n")])
         template(actor, "none", {"nodeSelector": {"no": "such"}})
         pool(actor, "p", templates=["none"])
-        result = selectors.pool_check(pool_name="p")
+        result = selectors.pool_check(user=SYSTEM, pool_name="p")
         assert result["passed"] is False and any("no available node" in e for e in result["errors"])

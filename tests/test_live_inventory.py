@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from kube_objects import node, pod
 
+from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.inventory.sources import SimulatedSource, WatchEvent
@@ -44,7 +45,7 @@ class TestSimulatedBackend:
         assert counts["nodes"] == 30 and counts["pods"] > 30
         labelled = Pod.objects.exclude(pool_name="")
         assert labelled.exists() and set(labelled.values_list("pool_name", flat=True)) == {"all"}
-        assert selectors.pool_list()[0]["gpu"]["total_usage"] > 0
+        assert selectors.pool_list(user=SYSTEM)[0]["gpu"]["total_usage"] > 0
 
     def test_applying_the_fleets_events_gives_what_a_fresh_list_gives(self, db, actor):
         backend = simulated_backend(actor)
@@ -158,7 +159,7 @@ def test_resource_list_reports_mig_devices_by_profile_and_flags_time_slicing(clu
         ]
     )
     services.config_apply(changes={ConfigType.POOL: {"p": {"backend": "test-cluster"}}}, actor=actor)
-    rows = {row["node"]: row for row in selectors.resource_list(pool="p")}
+    rows = {row["node"]: row for row in selectors.resource_list(user=SYSTEM, pool="p")}
     assert rows["mig"]["mig"] == {"1g.10gb": {"used": 2, "capacity": 7}}
     assert rows["sliced"]["time_sliced"] is True and rows["mig"]["time_sliced"] is False
 
@@ -188,15 +189,29 @@ def test_a_stopped_watch_releases_its_lease(db, actor):
 def test_a_resync_moves_usage_with_a_pod_that_changed_node_and_pool(cluster, actor, tmp_path):
     from kube_objects import write_list
 
-    backend = cluster([node("a", gpu=8), node("b", gpu=8), pod("p", node="a", gpu=3, pool="x"),
-                       pod("q", node="a", gpu=1, pool="x", priority="LOW")])
-    write_list(tmp_path / "test-cluster.json", [node("a", gpu=8), node("b", gpu=8),
-                                                pod("p", node="b", gpu=3, pool="y"), pod("q", node="a", gpu=1, pool="x",
-                                                                                          priority="LOW")])
+    backend = cluster(
+        [
+            node("a", gpu=8),
+            node("b", gpu=8),
+            pod("p", node="a", gpu=3, pool="x"),
+            pod("q", node="a", gpu=1, pool="x", priority="LOW"),
+        ]
+    )
+    write_list(
+        tmp_path / "test-cluster.json",
+        [
+            node("a", gpu=8),
+            node("b", gpu=8),
+            pod("p", node="b", gpu=3, pool="y"),
+            pod("q", node="a", gpu=1, pool="x", priority="LOW"),
+        ],
+    )
     services.backend_sync(backend=backend)
     assert dict(Node.objects.values_list("name", "gpu_used")) == {"a": 1, "b": 3}
     assert {p: (g, q) for p, g, q in PoolPodUsage.objects.values_list("pool_name", "gpu", "gpu_quota")} == {
-        "x": (1, 0), "y": (3, 3)}
+        "x": (1, 0),
+        "y": (3, 3),
+    }
     kept = usage_snapshot()
     services.usage_refresh(backend=backend)
     assert usage_snapshot() == kept

@@ -2,6 +2,7 @@
 
 import pytest
 
+from accounts.access import SYSTEM
 from accounts.models import Role
 from pools import selectors, services
 from pools.choices import ConfigType
@@ -164,15 +165,18 @@ class TestHistory:
     def test_a_revision_shows_the_state_at_that_time(self, db, actor, gpu_template):
         apply(actor, POOL, "train", pool_body(description="one"))
         apply(actor, POOL, "train", pool_body(description="two"))
-        assert selectors.config_show(config_type=POOL, name="train", revision=1)["train"]["description"] == "one"
-        assert selectors.config_show(config_type=POOL, name="train")["train"]["description"] == "two"
+        assert (
+            selectors.config_show(user=SYSTEM, config_type=POOL, name="train", revision=1)["train"]["description"]
+            == "one"
+        )
+        assert selectors.config_show(user=SYSTEM, config_type=POOL, name="train")["train"]["description"] == "two"
 
     def test_diff_shows_what_changed(self, db, actor, gpu_template):
         apply(actor, POOL, "train", pool_body(description="one"))
         apply(actor, POOL, "train", pool_body(description="two"))
-        diff = selectors.config_diff(config_type=POOL, revision=1, other=2)
+        diff = selectors.config_diff(user=SYSTEM, config_type=POOL, revision=1, other=2)
         assert '-  "description": "one",' in diff and '+  "description": "two",' in diff
-        assert selectors.config_diff(config_type=POOL, revision=2) == ""
+        assert selectors.config_diff(user=SYSTEM, config_type=POOL, revision=2) == ""
 
     def test_rollback_restores_a_revision_as_a_new_revision(self, db, actor, gpu_template):
         apply(actor, POOL, "train", pool_body(description="one"))
@@ -197,12 +201,14 @@ class TestHistory:
         )
 
     def test_tags_are_set_and_deleted(self, db, actor, gpu_template):
-        services.config_tag(config_type=TEMPLATE, revision=2, add=["good", "prod"])
-        tagged = services.config_tag(config_type=TEMPLATE, revision=2, add=["x"], remove=["prod"])
+        services.config_tag(config_type=TEMPLATE, revision=2, add=["good", "prod"], actor=actor)
+        tagged = services.config_tag(config_type=TEMPLATE, revision=2, add=["x"], remove=["prod"], actor=actor)
         assert tagged.tags == ["good", "x"]
 
     def test_an_unknown_revision_is_named(self, db):
-        assert "POOL:9 does not exist" in error_of(lambda: selectors.config_show(config_type=POOL, revision=9))
+        assert "POOL:9 does not exist" in error_of(
+            lambda: selectors.config_show(user=SYSTEM, config_type=POOL, revision=9)
+        )
 
 
 class TestImport:
@@ -241,10 +247,19 @@ class TestImport:
 
 
 def test_an_immutable_role_can_be_mapped_to_idp_groups_but_its_policies_stay(db, actor):
-    services.config_apply(changes={ConfigType.ROLE: {"osmo-admin": {
-        "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}], "immutable": True,
-        "description": Role.objects.get(name="osmo-admin").description, "external_roles": ["/gpu-admins"]}}},
-        actor=actor)
+    services.config_apply(
+        changes={
+            ConfigType.ROLE: {
+                "osmo-admin": {
+                    "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}],
+                    "immutable": True,
+                    "description": Role.objects.get(name="osmo-admin").description,
+                    "external_roles": ["/gpu-admins"],
+                }
+            }
+        },
+        actor=actor,
+    )
     assert Role.objects.get(name="osmo-admin").external_roles == ["/gpu-admins"]
     message = error_of(lambda: apply(actor, ConfigType.ROLE, "osmo-admin", {"policies": [], "immutable": True}))
     assert "immutable" in message

@@ -19,7 +19,8 @@ from rest_framework.views import set_rollback
 
 from pools.choices import ConfigType
 from pools.configs import TYPE_LABELS
-from pools.engine.errors import ConfigError, EngineError, NotFound, Problem
+from pools.engine.errors import AccessDenied, ConfigError, EngineError, NotFound, Problem, Stale
+from pools.engine.errors import Conflict as ServiceConflict
 
 
 class ConfigProblems(exceptions.APIException):
@@ -41,13 +42,6 @@ class Conflict(ConfigProblems):
     status_code = status.HTTP_409_CONFLICT
 
 
-class PreconditionFailed(exceptions.APIException):
-    """``If-Match`` names a version that is no longer current: someone changed the object since it was read."""
-
-    status_code = status.HTTP_412_PRECONDITION_FAILED
-    default_detail = "the object changed since it was read (If-Match does not match its ETag); read it again"
-
-
 def bad_request(message: str, field: str = "") -> ConfigProblems:
     """A 400 for one bad field or parameter, to raise."""
     return ConfigProblems([Problem(field, message)])
@@ -64,6 +58,10 @@ def service_errors(*, where: str = "", conflict: bool = False) -> Iterator[None]
         yield
     except NotFound as exc:
         raise ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND) from None
+    except Stale as exc:
+        raise ConfigProblems(exc.problems, status_code=status.HTTP_412_PRECONDITION_FAILED) from None
+    except ServiceConflict as exc:
+        raise Conflict(exc.problems) from None
     except ConfigError as exc:
         problems = [_relative(problem, where) for problem in exc.problems] if where else exc.problems
         raise (Conflict(problems) if conflict else ConfigProblems(problems)) from None
@@ -119,8 +117,14 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound(*exc.args)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(*exc.args)
+    elif isinstance(exc, AccessDenied):
+        exc = exceptions.PermissionDenied(str(exc))
     elif isinstance(exc, NotFound):
         exc = ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND)
+    elif isinstance(exc, Stale):
+        exc = ConfigProblems(exc.problems, status_code=status.HTTP_412_PRECONDITION_FAILED)
+    elif isinstance(exc, ServiceConflict):
+        exc = Conflict(exc.problems)
     elif isinstance(exc, ConfigError):
         exc = ConfigProblems(exc.problems)
     elif isinstance(exc, EngineError):

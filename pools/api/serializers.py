@@ -51,8 +51,13 @@ class ConfigObjectSerializer(serializers.Serializer):
 
     @classmethod
     def body(cls, instance) -> Any:
-        """The canonical body of a stored object."""
+        """The canonical body of a stored object: what its revision stores and its ETag covers."""
         return cls.read_body(instance)
+
+    @classmethod
+    def document(cls, name: str, body: Any) -> dict:
+        """The object as the API shows it (without read-only status): its name beside its canonical body."""
+        return {"name": name, **{key: value for key, value in body.items() if key != "name"}}
 
     @classmethod
     def body_from_request(cls, data: dict) -> Any:
@@ -60,8 +65,7 @@ class ConfigObjectSerializer(serializers.Serializer):
         return {key: value for key, value in data.items() if key != "name"}
 
     def to_representation(self, instance):
-        body = self.body(instance)
-        return {"name": instance.name, **{key: value for key, value in body.items() if key != "name"}}
+        return self.document(instance.name, self.body(instance))
 
     def to_internal_value(self, data):
         return _object_body(data)
@@ -194,7 +198,11 @@ class ResourceValidationSerializer(ConfigObjectSerializer):
     config_type = ConfigType.RESOURCE_VALIDATION
     rules = RuleSerializer(many=True, required=False)
 
-    read_body = staticmethod(lambda validation: {"rules": validation.rules})
+    read_body = staticmethod(attrgetter("rules"))
+
+    @classmethod
+    def document(cls, name: str, body: list) -> dict:
+        return {"name": name, "rules": body}
 
     @classmethod
     def body_from_request(cls, data: dict) -> list:
@@ -202,9 +210,6 @@ class ResourceValidationSerializer(ConfigObjectSerializer):
         if unknown:
             raise ConfigError([Problem(key, "unknown field; expected name and rules") for key in unknown])
         return data.get("rules", [])
-
-    def to_representation(self, instance):
-        return {"name": instance.name, "rules": instance.rules}
 
 
 class PolicySerializer(serializers.Serializer):

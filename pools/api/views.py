@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.template import engines
@@ -33,18 +32,17 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from accounts.models import Role
-from pools import filtersets, selectors, services
+from pools import filtersets, jobs, selectors, services
 from pools.choices import ChangeOrigin, ConfigType
-from pools.configs import TYPE_LABELS, parse_config_type, split_document
-from pools.engine.errors import ConfigError, NotFound, Problem
+from pools.configs import body_etag, merge_patch, parse_config_type
+from pools.engine.errors import ConfigError, Conflict, NotFound, Problem, Stale
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
 from pools.models import ResourceValidation as ResourceValidationModel
 
-from . import jobs, serializers
-from .conditional import etag_of, if_match_check, merge_patch
-from .errors import ConfigProblems, Conflict, bad_request, object_path, service_errors
+from . import serializers
+from .conditional import if_match, with_etag
+from .errors import ConfigProblems, bad_request, object_path, service_errors
 from .filters import PlatformFilterSet
-from .permissions import require
 from .renderers import CSVRenderer
 
 CHANGE_PARAMETERS = [
@@ -114,7 +112,7 @@ class ApiView:
         return super().handle_exception(exc)
 
     def actor(self) -> services.Actor:
-        return services.Actor(self.request.user.get_username(), ChangeOrigin.API)
+        return services.Actor.of(self.request.user, ChangeOrigin.API)
 
     def change_options(self) -> dict:
         """The revision's description and tags, from the query string."""
@@ -130,16 +128,16 @@ class ApiView:
         return dict(data)
 
 
-def with_etag(response: Response, body: Any) -> Response:
-    response["ETag"] = etag_of(body)
-    return response
-
-
 # --- config objects ------------------------------------------------------------------------------------
 
 
 class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
-    """CRUD for one config type by name; subclasses name the type, the selector and the permissions."""
+    """CRUD for one config type by name; subclasses name the type, the serializer and the selector.
+
+    Every write is one ``services.config_apply`` call, which decides (404 for what the caller may not see,
+    403 for what they may not do) and serialises: a create that finds the name taken answers 409, a change
+    whose ``If-Match`` names an older version 412 — also when two such requests race.
+    """
 
     lookup_field = "name"
     lookup_value_regex = r"[^/]+"
@@ -148,19 +146,11 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
     config_type: ConfigType
     serializer_class: type[serializers.ConfigObjectSerializer]
 
-    # The selector of the objects a user may read (``user=None``: all of them), e.g. ``pools_visible``.
+    # The selector of the objects a user may read, e.g. ``pools_visible``.
     visible: Callable[..., QuerySet]
-
-    def write_permission(self, name: str) -> tuple[str, str]:
-        """The action and resource a change of object ``name`` needs."""
-        return "config:Update", f"config/{self.config_type}"
 
     def get_queryset(self):
         return type(self).visible(user=self.request.user)
-
-    def config_body(self, instance) -> dict:
-        """The representation without read-only status: what the ETag covers and PATCH merges into."""
-        return dict(self.get_serializer(instance).data)
 
     def object_response(self, instance, code=status.HTTP_200_OK) -> Response:
         response = Response(self.get_serializer(instance).data, status=code)
@@ -168,14 +158,28 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
             response["Location"] = reverse(
                 f"api:{self.basename}-detail", kwargs={"name": instance.name}, request=self.request
             )
-        return with_etag(response, self.config_body(instance))
+        return with_etag(response, self.serializer_class.body(instance))
 
     def refetch(self, name: str):
-        return type(self).visible(user=None).get(name=name)
+        return type(self).visible(user=self.request.user).get(name=name)
 
-    def apply(self, name: str, body: Any, *, conflict: bool = False) -> None:
+    def apply(self, name: str, body, *, expected: services.Expected, conflict: bool = False) -> None:
+        """Write one object through the services; ``body`` may be a function of its current body."""
+        if callable(body):
+            edit = body
+
+            def changes(state):
+                current = state[self.config_type].get(name)
+                return {self.config_type: {name: edit(current)}} if current is not None else {}
+        else:
+            changes = {self.config_type: {name: body}}
         with service_errors(where=object_path(self.config_type, name), conflict=conflict):
-            services.config_apply(changes={self.config_type: {name: body}}, actor=self.actor(), **self.change_options())
+            services.config_apply(
+                changes=changes,
+                actor=self.actor(),
+                expect={(self.config_type, name): expected},
+                **self.change_options(),
+            )
 
     def list(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -189,36 +193,30 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise bad_request("a name is required", field="name")
-        require(request.user, *self.write_permission(name))
-        body = self.serializer_class.body_from_request(data)
-        with transaction.atomic():
-            if type(self).visible(user=None).filter(name=name).exists():
-                label = TYPE_LABELS[self.config_type]
-                raise Conflict([Problem("name", f"{label} '{name}' already exists; PUT replaces it")])
-            self.apply(name, body)
+        self.apply(name, self.serializer_class.body_from_request(data), expected=services.ABSENT)
         return self.object_response(self.refetch(name), status.HTTP_201_CREATED)
 
     def update(self, request, *args, partial: bool = False, **kwargs):
-        with transaction.atomic():
-            instance = self.get_object()
-            require(request.user, *self.write_permission(instance.name))
-            current = self.config_body(instance)
-            if_match_check(request, etag_of(current))
-            data = merge_patch(current, self.body()) if partial else self.body()
-            if data.get("name", instance.name) != instance.name:
-                raise bad_request(f"'{data['name']}' does not match '{instance.name}' (names cannot change)", "name")
-            self.apply(instance.name, self.serializer_class.body_from_request(data), conflict=self.refuses(instance))
+        instance = self.get_object()
+        data = self.body()
+        if data.get("name", instance.name) != instance.name:
+            raise bad_request(f"'{data['name']}' does not match '{instance.name}' (names cannot change)", "name")
+        serializer = self.serializer_class
+        if partial:
+
+            def body(current):
+                return serializer.body_from_request(merge_patch(serializer.document(instance.name, current), data))
+        else:
+            body = serializer.body_from_request(data)
+        self.apply(instance.name, body, expected=if_match(request), conflict=self.refuses(instance))
         return self.object_response(self.refetch(instance.name))
 
     def partial_update(self, request, *args, **kwargs):
         return self.update(request, *args, partial=True, **kwargs)
 
     def destroy(self, request, *args, **kwargs):
-        with transaction.atomic():
-            instance = self.get_object()
-            require(request.user, *self.write_permission(instance.name))
-            if_match_check(request, etag_of(self.config_body(instance)))
-            self.apply(instance.name, None, conflict=True)
+        instance = self.get_object()
+        self.apply(instance.name, None, expected=if_match(request), conflict=True)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def refuses(self, instance) -> bool:
@@ -265,12 +263,6 @@ class BackendViewSet(ConfigObjectViewSet):
     ordering_fields = ["name", "kind", "last_sync_at"]
     visible = staticmethod(selectors.backends_visible)
 
-    def write_permission(self, name):
-        return "backend:Update", f"backend/{name}"
-
-    def config_body(self, instance):
-        return {"name": instance.name, **selectors.backend_body(instance)}
-
     @extend_schema(
         summary="Sync a backend now",
         request=None,
@@ -279,9 +271,7 @@ class BackendViewSet(ConfigObjectViewSet):
     )
     @action(detail=True, methods=["post"])
     def sync(self, request, name=None):
-        backend = self.get_object()
-        require(request.user, "backend:Update", f"backend/{backend.name}")
-        job = jobs.job_sync_backend(backend=backend, username=request.user.get_username())
+        job = services.backend_sync_request(name=name, actor=self.actor())
         location = reverse("api:job-detail", kwargs={"job_id": job["id"]}, request=request)
         return Response(job, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
@@ -363,9 +353,6 @@ class RoleViewSet(ConfigObjectViewSet):
     filterset_class = filtersets.RoleFilterSet
     visible = staticmethod(selectors.roles_visible)
 
-    def write_permission(self, name):
-        return "role:Update", f"role/{name}"
-
     def refuses(self, instance):
         return instance.immutable
 
@@ -381,8 +368,7 @@ class RoleViewSet(ConfigObjectViewSet):
         options = serializers.RoleGenerateSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         name = options.validated_data["name"]
-        require(request.user, "role:Update", f"role/{name}")
-        existed = selectors.roles_visible(user=None).filter(name=name).exists()
+        existed = selectors.roles_visible(user=request.user).filter(name=name).exists()
         with service_errors(where=object_path(ConfigType.ROLE, name), conflict=existed):
             services.pool_role_generate(
                 name=name, actor=self.actor(), description=options.validated_data["description"]
@@ -422,28 +408,54 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
         return selectors.platforms_visible(user=self.request.user).filter(pool__name=self.kwargs["pool_name"])
 
     def object_response(self, instance, code=status.HTTP_200_OK) -> Response:
-        body = self.get_serializer(instance).data
-        response = Response(body, status=code)
+        response = Response(self.get_serializer(instance).data, status=code)
         if code == status.HTTP_201_CREATED:
             response["Location"] = reverse(
                 "api:pool-platform-detail",
                 kwargs={"pool_name": instance.pool.name, "name": instance.name},
                 request=self.request,
             )
-        return with_etag(response, body)
+        return with_etag(response, serializers.platform_body(instance))
 
-    def write_pool(self, pool: Pool, platforms: dict, *, platform: str, conflict: bool = False) -> None:
-        """Write the pool with these platforms; errors about ``platform`` get paths inside its body."""
-        require(self.request.user, "config:Update", f"config/{ConfigType.POOL}")
-        body = {**selectors.pool_body(pool), "platforms": platforms}
-        where = f"{object_path(ConfigType.POOL, pool.name)}.platforms.{platform}"
+    def write_platform(self, name: str, edit: Callable, *, expected: services.Expected, conflict=False) -> None:
+        """Change platform ``name`` of the pool, under the config lock, as a change of the whole pool.
+
+        ``edit`` takes the platform's current body (None when it has none) and returns the new one (None
+        removes it); ``expected`` is checked against the platform's own version. Errors about the platform
+        get paths inside its body.
+        """
+        pool_name = self.kwargs["pool_name"]
+
+        def changes(state):
+            pool = state[ConfigType.POOL].get(pool_name)
+            if pool is None:
+                return {}
+            platforms = dict(pool["platforms"])
+            current = platforms.get(name)
+            if not expected.exists and current is not None:
+                raise Conflict([Problem("name", f"pool '{pool_name}' already has platform '{name}'")])
+            if expected.exists and current is None:
+                raise NotFound(f"pool '{pool_name}' has no platform '{name}'")
+            if expected.etags and body_etag(current) not in expected.etags:
+                raise Stale(f"platform '{name}' changed since it was read; read it again")
+            new = edit(current)
+            if new is None:
+                platforms.pop(name)
+            else:
+                platforms[name] = new
+            return {ConfigType.POOL: {pool_name: {**pool, "platforms": platforms}}}
+
+        where = f"{object_path(ConfigType.POOL, pool_name)}.platforms.{name}"
         with service_errors(where=where, conflict=conflict):
             services.config_apply(
-                changes={ConfigType.POOL: {pool.name: body}}, actor=self.actor(), **self.change_options()
+                changes=changes,
+                actor=self.actor(),
+                expect={(ConfigType.POOL, pool_name): services.PRESENT},
+                **self.change_options(),
             )
 
-    def refetch(self, pool: Pool, name: str) -> Platform:
-        return selectors.platforms_visible(user=None).get(pool__name=pool.name, name=name)
+    def refetch(self, name: str) -> Platform:
+        return selectors.platforms_visible(user=self.request.user).get(pool__name=self.kwargs["pool_name"], name=name)
 
     def list(self, request, *args, **kwargs):
         self.pool()
@@ -459,40 +471,39 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise bad_request("a name is required", field="name")
-        with transaction.atomic():
-            pool = self.pool()
-            platforms = selectors.pool_body(pool)["platforms"]
-            if name in platforms:
-                raise Conflict([Problem("name", f"pool '{pool.name}' already has platform '{name}'")])
-            platforms[name] = serializers.PlatformSerializer.body_from_request(data)
-            self.write_pool(pool, platforms, platform=name)
-        return self.object_response(self.refetch(pool, name), status.HTTP_201_CREATED)
+        self.pool()
+        body = serializers.PlatformSerializer.body_from_request(data)
+        self.write_platform(name, lambda current: body, expected=services.ABSENT)
+        return self.object_response(self.refetch(name), status.HTTP_201_CREATED)
 
     def update(self, request, *args, partial: bool = False, **kwargs):
-        with transaction.atomic():
-            pool = self.pool()
-            instance = self.get_object()
-            current = self.get_serializer(instance).data
-            if_match_check(request, etag_of(current))
-            data = merge_patch(current, self.body()) if partial else self.body()
-            if data.get("name", instance.name) != instance.name:
-                raise bad_request("platform names cannot change", field="name")
-            platforms = selectors.pool_body(pool)["platforms"]
-            platforms[instance.name] = serializers.PlatformSerializer.body_from_request(data)
-            self.write_pool(pool, platforms, platform=instance.name)
-        return self.object_response(self.refetch(pool, instance.name))
+        self.pool()
+        instance = self.get_object()
+        data = self.body()
+        if data.get("name", instance.name) != instance.name:
+            raise bad_request("platform names cannot change", field="name")
+        serializer = serializers.PlatformSerializer
+        if partial:
+
+            def edit(current):
+                document = {"name": instance.name, "pool": instance.pool.name, **current}
+                return serializer.body_from_request(merge_patch(document, data))
+        else:
+            body = serializer.body_from_request(data)
+
+            def edit(current):
+                return body
+
+        self.write_platform(instance.name, edit, expected=if_match(request))
+        return self.object_response(self.refetch(instance.name))
 
     def partial_update(self, request, *args, **kwargs):
         return self.update(request, *args, partial=True, **kwargs)
 
     def destroy(self, request, *args, **kwargs):
-        with transaction.atomic():
-            pool = self.pool()
-            instance = self.get_object()
-            if_match_check(request, etag_of(self.get_serializer(instance).data))
-            platforms = selectors.pool_body(pool)["platforms"]
-            platforms.pop(instance.name)
-            self.write_pool(pool, platforms, platform=instance.name, conflict=True)
+        self.pool()
+        instance = self.get_object()
+        self.write_platform(instance.name, lambda current: None, expected=if_match(request), conflict=True)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -706,27 +717,24 @@ class ConfigHistoryView(ApiView, GenericAPIView):
     filter_backends = [DjangoFilterBackend]
 
     def get_queryset(self):
-        return selectors.revisions_visible(user=self.request.user)
+        return selectors.config_history(user=self.request.user)
 
     @extend_schema(summary="Config history", responses=serializers.RevisionSerializer(many=True))
     def get(self, request):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+        shown = [selectors.redacted(revision, request.user) for revision in page]
+        return self.get_paginated_response(self.get_serializer(shown, many=True).data)
 
 
 class ConfigTypeView(ApiView, GenericAPIView):
-    """Base of the per-type config endpoints: resolves the type and checks ``config:Read``/``config:Update``."""
+    """Base of the per-type config endpoints: resolves the type; what each caller may see and do of it is
+    decided object by object by the selectors and services, as on every other door."""
 
     pagination_class = None
     filter_backends = []
 
-    def config_type(self, *, write: bool = False) -> ConfigType:
-        config_type = _config_type(self.kwargs["config_type"])
-        if not selectors.config_type_readable(self.request.user, config_type):
-            raise NotFound(f"config type {config_type} does not exist")
-        if write:
-            require(self.request.user, "config:Update", f"config/{config_type}")
-        return config_type
+    def config_type(self) -> ConfigType:
+        return _config_type(self.kwargs["config_type"])
 
 
 class ConfigDocumentView(ConfigTypeView):
@@ -750,6 +758,7 @@ class ConfigDocumentView(ConfigTypeView):
         with service_errors():
             document = selectors.config_show(
                 config_type=config_type,
+                user=request.user,
                 name=request.query_params.get("name") or None,
                 revision=int(revision) if revision else None,
             )
@@ -770,7 +779,7 @@ class ConfigDocumentView(ConfigTypeView):
         responses=serializers.RevisionListSerializer,
     )
     def post(self, request, config_type):
-        config_type = self.config_type(write=True)
+        config_type = self.config_type()
         dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
         with service_errors():
             revisions = services.config_update(
@@ -800,8 +809,6 @@ class ConfigImportView(ApiView, GenericAPIView):
     )
     def post(self, request):
         with service_errors():
-            for config_type in split_document(request.data):
-                require(request.user, "config:Update", f"config/{config_type}")
             revisions = services.config_import(data=request.data, actor=self.actor(), **self.change_options())
         return Response(_revisions_body(revisions))
 
@@ -829,7 +836,9 @@ class ConfigDiffView(ConfigTypeView):
         if numbers["from"] is None:
             raise bad_request("the revision to diff from is required", field="from")
         with service_errors():
-            diff = selectors.config_diff(config_type=config_type, revision=numbers["from"], other=numbers["to"])
+            diff = selectors.config_diff(
+                config_type=config_type, user=request.user, revision=numbers["from"], other=numbers["to"]
+            )
         return Response(
             {"config_type": config_type, "from_revision": numbers["from"], "to_revision": numbers["to"], "diff": diff}
         )
@@ -847,7 +856,7 @@ class RevisionView(ConfigTypeView):
     def get(self, request, config_type, revision):
         config_type = self.config_type()
         with service_errors():
-            found = selectors.config_revision_get(config_type=config_type, revision=revision)
+            found = selectors.config_revision_get(config_type=config_type, revision=revision, user=request.user)
         return Response(serializers.RevisionDetailSerializer(found).data)
 
 
@@ -861,17 +870,18 @@ class RevisionTagsView(ConfigTypeView):
         responses=serializers.RevisionSerializer,
     )
     def post(self, request, config_type, revision):
-        config_type = self.config_type(write=True)
+        config_type = self.config_type()
         options = serializers.TagRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():
             tagged = services.config_tag(
                 config_type=config_type,
                 revision=revision,
+                actor=self.actor(),
                 add=options.validated_data["add"],
                 remove=options.validated_data["remove"],
             )
-        return Response(serializers.RevisionSerializer(tagged).data)
+        return Response(serializers.RevisionSerializer(selectors.redacted(tagged, request.user)).data)
 
 
 class RevisionRollbackView(ConfigTypeView):
@@ -885,11 +895,11 @@ class RevisionRollbackView(ConfigTypeView):
         description="409 when that state no longer fits the rest of the configuration, or is the current one.",
     )
     def post(self, request, config_type, revision):
-        config_type = self.config_type(write=True)
+        config_type = self.config_type()
         options = serializers.RollbackRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():
-            selectors.config_revision_get(config_type=config_type, revision=revision)
+            selectors.config_revision_get(config_type=config_type, revision=revision, user=request.user)
         with service_errors(conflict=True):
             revisions = services.config_rollback(
                 config_type=config_type,

@@ -6,8 +6,12 @@
 - ``demo``: the demo of ``make run``
 """
 
+from .access import pool_permissions_sync
 from .actors import SYSTEM, Actor
 from .config import (
+    ABSENT,
+    PRESENT,
+    Expected,
     builtins_restore,
     config_apply,
     config_delete,
@@ -15,13 +19,19 @@ from .config import (
     config_rollback,
     config_tag,
     config_update,
+    config_write_lock,
+    pool_maintenance_set,
     pool_role_generate,
 )
 from .demo import demo_install
 from .inventory import (
+    SyncBusy,
     backend_sync,
+    backend_sync_now,
+    backend_sync_request,
     backend_watch,
     lease_acquire,
+    lease_owner,
     lease_release,
     membership_recompute,
     node_label,
@@ -31,9 +41,15 @@ from .inventory import (
 from .usage import usage_history_compact, usage_sample_record
 
 __all__ = [
+    "ABSENT",
+    "PRESENT",
     "SYSTEM",
     "Actor",
+    "Expected",
+    "SyncBusy",
     "backend_sync",
+    "backend_sync_now",
+    "backend_sync_request",
     "backend_watch",
     "builtins_restore",
     "config_apply",
@@ -42,11 +58,15 @@ __all__ = [
     "config_rollback",
     "config_tag",
     "config_update",
+    "config_write_lock",
     "demo_install",
     "lease_acquire",
+    "lease_owner",
     "lease_release",
     "membership_recompute",
     "node_label",
+    "pool_maintenance_set",
+    "pool_permissions_sync",
     "pool_role_generate",
     "usage_history_compact",
     "usage_refresh",

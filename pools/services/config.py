@@ -10,62 +10,98 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import Group
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 
+from accounts.access import is_system, require, user_roles
 from accounts.models import Role
-from accounts.services import access_config_changed
 from pools import selectors
 from pools.builtins import BUILTINS
 from pools.choices import ConfigType, RevisionAction
-from pools.configs import TYPE_LABELS, normalize_body, split_document, users_of, validate_state
-from pools.engine.errors import ConfigError, Problem
-from pools.engine.permissions import pool_role_policy_data
+from pools.configs import (
+    TYPE_LABELS,
+    body_etag,
+    normalize_body,
+    pool_references,
+    split_document,
+    users_of,
+    validate_state,
+)
+from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound, Problem, Stale
+from pools.engine.permissions import CHANGE_CONFIG, OBJECT_READ, VIEW_CONFIG, pool_role_policy_data
+from pools.engine.policy import parse_policies, ungranted
 from pools.models import Backend, ConfigRevision, PodTemplate, Pool, ResourceValidation
+from pools.querysets import visible_object
 
+from .access import pool_permissions_sync
 from .actors import Actor
 from .inventory import membership_recompute
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What a change assumes about one object: absent (a create), present, or at one of ``etags`` (If-Match)."""
+
+    exists: bool = True
+    etags: frozenset[str] = frozenset()
+
+
+ABSENT = Expected(exists=False)
+PRESENT = Expected()
+
+Changes = dict[ConfigType, dict[str, Any]]
+# ``hashtext('gpupool:config')``-like constant: the PostgreSQL advisory lock every config write takes.
+CONFIG_LOCK_KEY = 7_446_901_372
+
+
+def config_write_lock() -> None:
+    """Serialise config writes for the rest of the transaction (SEMANTICS.md §7.1).
+
+    One lock for every type, because a change of one type checks references into the others (a template
+    deleted while a pool starts using it). PostgreSQL: a transaction-scoped advisory lock. SQLite takes its
+    write lock when the transaction begins (``transaction_mode=IMMEDIATE``), so it needs nothing more.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CONFIG_LOCK_KEY])
+
+
 def config_apply(
     *,
-    changes: dict[ConfigType, dict[str, Any]],
+    changes: Changes | Callable[[dict], Changes],
     actor: Actor,
     description: str = "",
     tags: Iterable[str] = (),
     action: str | None = None,
     normalized: bool = False,
     dry_run: bool = False,
+    expect: Mapping[tuple[ConfigType, str], Expected] | None = None,
 ) -> list[ConfigRevision]:
-    """Apply ``{type: {name: body or None}}`` (None deletes) as one all-or-nothing change.
+    """Apply ``{type: {name: body or None}}`` (None deletes) as one all-or-nothing change, made by ``actor``.
 
-    Raises ConfigError, with every problem found, before anything is written. Returns the revisions
-    recorded (none when nothing actually changed). ``dry_run`` checks everything and writes nothing.
+    The one door every config change goes through (web, API, generic configs endpoint, import, rollback,
+    ``poolctl``, admin). Under the config write lock it reads the current state, builds ``changes`` from it
+    when given a function (a read-modify-write such as a merge patch), checks ``expect`` (409 ``Conflict``
+    when a create finds the name taken, 412 ``Stale`` when If-Match names another version), asks the gate
+    (``authorize_change``: 404 for what the actor may not see, 403 for what they may not do, no escalation),
+    validates the resulting state, and writes only the difference with one revision per changed type.
+
+    Raises before anything is written. Returns the revisions recorded (none when nothing changed);
+    ``dry_run`` checks everything and writes nothing.
     """
-    problems: list[Problem] = []
-    proposed: dict[ConfigType, dict[str, Any]] = {}
-    for config_type, entries in changes.items():
-        config_type = ConfigType(config_type)
-        for name, body in entries.items():
-            if body is None:
-                proposed.setdefault(config_type, {})[name] = None
-                continue
-            try:
-                proposed.setdefault(config_type, {})[name] = (
-                    body if normalized else normalize_body(config_type, name, body)
-                )
-            except ConfigError as exc:
-                problems.extend(exc.problems)
-    if problems:
-        raise ConfigError(problems)
-
     with transaction.atomic():
+        config_write_lock()
         current = selectors.config_state()
+        proposed = _normalized(changes(current) if callable(changes) else changes, normalized)
+        authorize_change(actor, current, proposed, expect or {})
+        _check_expectations(current, expect or {})
         state = copy.deepcopy(current)
+        problems: list[Problem] = []
         for config_type, entries in proposed.items():
             for name, body in entries.items():
                 problems.extend(_check_change(config_type, name, body, current))
@@ -75,7 +111,7 @@ def config_apply(
                     state[config_type][name] = body
         if problems:
             raise ConfigError(problems)
-        validate_state(state)
+        _validate_change(current, state)
         if dry_run:
             return []
 
@@ -103,8 +139,109 @@ def config_apply(
             )
         for backend in Backend.objects.filter(name__in=touched_backends):
             membership_recompute(backend=backend)
-        access_config_changed(config_types=[revision.config_type for revision in revisions])
+        if {ConfigType.ROLE, ConfigType.POOL} & {ConfigType(revision.config_type) for revision in revisions}:
+            pool_permissions_sync()
     return revisions
+
+
+def _normalized(changes: Changes, normalized: bool) -> Changes:
+    """The changes with canonical bodies; raises ConfigError listing every problem of every body."""
+    problems: list[Problem] = []
+    proposed: Changes = {}
+    for config_type, entries in changes.items():
+        config_type = ConfigType(config_type)
+        for name, body in entries.items():
+            if body is None or normalized:
+                proposed.setdefault(config_type, {})[name] = body
+                continue
+            try:
+                proposed.setdefault(config_type, {})[name] = normalize_body(config_type, name, body)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return proposed
+
+
+def _check_expectations(current: dict, expect: Mapping[tuple[ConfigType, str], Expected]) -> None:
+    """409 when a create finds the name taken, 404 when an object to change is gone, 412 on a stale version."""
+    for (config_type, name), expected in expect.items():
+        label = f"{TYPE_LABELS[config_type]} '{name}'"
+        body = current[config_type].get(name)
+        if not expected.exists:
+            if body is not None:
+                raise Conflict([Problem("name", f"{label} already exists")])
+            continue
+        if body is None:
+            raise NotFound(f"{label} does not exist")
+        if expected.etags and body_etag(body) not in expected.etags:
+            raise Stale(f"{label} changed since it was read (If-Match does not match its ETag); read it again")
+
+
+def authorize_change(
+    actor: Actor, current: dict, proposed: Changes, expect: Mapping[tuple[ConfigType, str], Expected]
+) -> None:
+    """The gate's verdict on a change (SEMANTICS.md §7.1), the same whatever door the change came through.
+
+    - An object the actor may not see does not exist for them: changing it is a 404 (``NotFound``), and a
+      create that names it is a 403 (the answer never depends on whether it exists).
+    - Changing a config type needs ``CHANGE_CONFIG`` on it (403).
+    - A pool may newly refer only to backends, templates and validations the actor may see (their absence
+      is reported as for a missing object).
+    - No escalation: a role after the change may allow nothing the actor is not allowed (403).
+    """
+    principal = actor.principal
+    if is_system(principal):
+        return
+    for config_type, entries in proposed.items():
+        label = TYPE_LABELS[config_type]
+        for name in entries:
+            if not visible_object(principal, config_type, name):
+                if expect.get((config_type, name)) == ABSENT:
+                    permission = OBJECT_READ[config_type]
+                    object_name = config_type if permission is VIEW_CONFIG else name
+                    require(principal, permission, object_name, what=f"creating {label} '{name}'")
+                raise NotFound(f"{label} '{name}' does not exist")
+        require(principal, CHANGE_CONFIG, config_type, what=f"changing {label}s")
+    problems = []
+    for name, body in proposed.get(ConfigType.POOL, {}).items():
+        if body is None:
+            continue
+        before = current[ConfigType.POOL].get(name)
+        known = {(t, ref) for t, refs in pool_references(before).items() for _, ref in refs} if before else set()
+        for ref_type, refs in pool_references(body).items():
+            for field, ref in refs:
+                if (ref_type, ref) not in known and not visible_object(principal, ref_type, ref):
+                    missing = f"{TYPE_LABELS[ref_type]} '{ref}' does not exist"
+                    problems.append(Problem(f"pool '{name}'.{field}", missing))
+    if problems:
+        raise ConfigError(problems)
+    writer = user_roles(principal)
+    for name, body in proposed.get(ConfigType.ROLE, {}).items():
+        if body is None or body == current[ConfigType.ROLE].get(name):
+            continue
+        missing = ungranted(writer, parse_policies(body["policies"], role=name))
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise AccessDenied(f"role '{name}' would allow {missing[0]}{more}, which you are not allowed yourself")
+
+
+def _validate_change(current: dict, state: dict) -> None:
+    """The whole-state rules, holding the change responsible only for the problems it brings.
+
+    A problem already present before (data from an older version, say) does not block unrelated changes.
+    """
+    def problems_of(candidate: dict) -> list[Problem]:
+        try:
+            validate_state(candidate)
+        except ConfigError as exc:
+            return exc.problems
+        return []
+
+    before = set(problems_of(current))
+    new = [problem for problem in problems_of(state) if problem not in before]
+    if new:
+        raise ConfigError(new)
 
 
 def _check_change(config_type: ConfigType, name: str, body: Any, current: dict) -> list[Problem]:
@@ -217,16 +354,11 @@ def _record_revision(*, config_type, changed, before, after, actor, description,
         action=action,
         username=actor.username,
         origin=actor.origin,
-        description=description or _describe(action, config_type, changed),
+        description=description or selectors.describe_change(action, config_type, changed),
         tags=sorted(set(tags)),
+        changed=changed,
         snapshot=after,
     )
-
-
-def _describe(action: str, config_type: ConfigType, changed: list[str]) -> str:
-    label = TYPE_LABELS[config_type]
-    names = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-    return f"{RevisionAction(action).label} {label}{'s' if len(changed) > 1 else ''} {names}"
 
 
 def _resolve_paths(changes: dict, base_dir: str | None) -> dict:
@@ -252,10 +384,13 @@ def config_update(
     tags: Iterable[str] = (),
     base_dir: str | None = None,
     dry_run: bool = False,
+    expect: Mapping[tuple[ConfigType, str], Expected] | None = None,
 ) -> list[ConfigRevision]:
     """Create or replace objects of one type from a parsed document (``poolctl config update``)."""
     changes = _resolve_paths(split_document(data, config_type=config_type, name=name), base_dir)
-    return config_apply(changes=changes, actor=actor, description=description, tags=tags, dry_run=dry_run)
+    return config_apply(
+        changes=changes, actor=actor, description=description, tags=tags, dry_run=dry_run, expect=expect
+    )
 
 
 def config_import(
@@ -284,21 +419,33 @@ def config_rollback(
 ) -> list[ConfigRevision]:
     """Restore a config type to the state recorded at ``revision``, as a new revision.
 
-    Refused, with the broken references named, when that state no longer fits the rest of the
-    configuration (for example a template that a pool created since then uses).
+    Only the objects that differ are changed, each held to the gate as any other change. Refused, with the
+    broken references named, when that state no longer fits the rest of the configuration (for example a
+    template that a pool created since then uses).
     """
-    target = selectors.config_revision_get(config_type=config_type, revision=revision)
-    current = selectors.config_state([config_type])[config_type]
-    changes = {name: None for name in current if name not in target.snapshot}
-    changes.update(target.snapshot)
+    target = selectors.config_revision_get(config_type=config_type, revision=revision, user=actor.principal)
+
+    def differences(state: dict) -> Changes:
+        current = state[config_type]
+        changes: dict[str, Any] = {name: None for name in current if name not in target.snapshot}
+        changes.update({name: body for name, body in target.snapshot.items() if current.get(name) != body})
+        return {config_type: changes}
+
     try:
         revisions = config_apply(
-            changes={config_type: changes},
+            changes=differences,
             actor=actor,
             description=description or f"Rolled back to {config_type}:{revision}",
             action=RevisionAction.ROLLBACK,
             normalized=True,
         )
+    except NotFound:
+        # The revision's state names objects the actor may not see; naming them here would show them.
+        raise AccessDenied(
+            f"rolling back to {config_type}:{revision} would change {TYPE_LABELS[config_type]}s you may not see"
+        ) from None
+    except (Conflict, Stale):
+        raise
     except ConfigError as exc:
         raise ConfigError([Problem("", f"cannot roll back to {config_type}:{revision}: {exc}")]) from None
     if not revisions:
@@ -307,16 +454,35 @@ def config_rollback(
 
 
 def config_tag(
-    *, config_type: ConfigType, revision: int, add: Iterable[str] = (), remove: Iterable[str] = ()
+    *, config_type: ConfigType, revision: int, actor: Actor, add: Iterable[str] = (), remove: Iterable[str] = ()
 ) -> ConfigRevision:
     """Add and remove tags on a revision (tags are labels; they change no configuration)."""
-    target = selectors.config_revision_get(config_type=config_type, revision=revision)
     for tag in add:
         if not tag.strip():
             raise ConfigError("a tag cannot be empty")
-    target.tags = sorted((set(target.tags) | {t.strip() for t in add}) - set(remove))
-    target.save(update_fields=["tags"])
+    with transaction.atomic():
+        config_write_lock()
+        target = selectors.config_revision_get(config_type=config_type, revision=revision, user=actor.principal)
+        require(actor.principal, CHANGE_CONFIG, config_type, what="tagging revisions")
+        target.tags = sorted((set(target.tags) | {t.strip() for t in add}) - set(remove))
+        target.save(update_fields=["tags"])
     return target
+
+
+def pool_maintenance_set(*, name: str, enable: bool, actor: Actor) -> list[ConfigRevision]:
+    """Start or end a pool's maintenance: a config change like any other, with its revision."""
+
+    def switched(state: dict) -> Changes:
+        body = state[ConfigType.POOL].get(name)
+        return {ConfigType.POOL: {name: {**body, "enable_maintenance": enable}}} if body else {}
+
+    return config_apply(
+        changes=switched,
+        actor=actor,
+        normalized=True,
+        expect={(ConfigType.POOL, name): PRESENT},
+        description=f"{'Started' if enable else 'Ended'} maintenance of pool {name}",
+    )
 
 
 def builtins_restore(*, actor: Actor) -> list[ConfigRevision]:
@@ -331,12 +497,16 @@ def pool_role_generate(*, name: str, actor: Actor, description: str = "") -> lis
     if not name.startswith("osmo-") or len(name) == len("osmo-"):
         raise ConfigError(f"role name '{name}' must be osmo-<pool name prefix>")
     prefix = name[len("osmo-") :]
-    body = {
-        "description": description or f"Use of the pools whose names start with '{prefix}'",
-        "policies": pool_role_policy_data(prefix),
-    }
-    existing = selectors.config_state([ConfigType.ROLE])[ConfigType.ROLE].get(name)
-    if existing:
-        body["external_roles"] = existing["external_roles"]
-        body["sync_mode"] = existing["sync_mode"]
-    return config_apply(changes={ConfigType.ROLE: {name: body}}, actor=actor)
+
+    def generated(state: dict) -> Changes:
+        body = {
+            "description": description or f"Use of the pools whose names start with '{prefix}'",
+            "policies": pool_role_policy_data(prefix),
+        }
+        existing = state[ConfigType.ROLE].get(name)
+        if existing:
+            body["external_roles"] = existing["external_roles"]
+            body["sync_mode"] = existing["sync_mode"]
+        return {ConfigType.ROLE: {name: body}}
+
+    return config_apply(changes=generated, actor=actor)

@@ -35,7 +35,7 @@ def demo_install(*, actor: Actor = SYSTEM) -> bool:
             tags=["demo"],
             base_dir=DEMO_DIR,
         )
-        default = selectors.config_show(config_type=ConfigType.BACKEND, name="default")["default"]
+        default = selectors.config_show(config_type=ConfigType.BACKEND, name="default", user=actor.principal)["default"]
         if not default["source"]:
             default.update(
                 kind="simulated",

@@ -9,7 +9,9 @@ pods never change membership.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -21,10 +23,12 @@ from django.db import DatabaseError, IntegrityError, close_old_connections, conn
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from accounts.access import require
 from pools import selectors
 from pools.choices import BackendKind
 from pools.engine.errors import ConfigError, NotFound
 from pools.engine.membership import node_availability, node_matches_pod_spec
+from pools.engine.permissions import OPERATE_BACKEND
 from pools.inventory.records import Inventory, InventoryError, node_record, pod_record
 from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for
 from pools.models import Backend, Lease, Node, NodeLabelChange, NodeMembership, Pod, PoolPodUsage, placements_text
@@ -65,6 +69,8 @@ POD_FIELDS = (
 )
 CHUNK = 2000
 PING_SECONDS = 20
+# Longer than any sync takes (15 s at 5,000 nodes); a crashed holder's lease frees itself after this.
+SYNC_LEASE_SECONDS = 600
 
 
 # --- membership ----------------------------------------------------------------------------------------
@@ -172,6 +178,15 @@ def lease_acquire(*, name: str, owner: str, seconds: float) -> bool:
 
 def lease_release(*, name: str, owner: str) -> None:
     Lease.objects.filter(name=name, owner=owner).delete()
+
+
+def lease_owner() -> str:
+    """This thread's name as a lease holder: host, process and thread."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+class SyncBusy(InventoryError):
+    """Another sync of the backend is running; this one did not start."""
 
 
 # --- writing nodes and pods -------------------------------------------------------------------------------
@@ -364,10 +379,22 @@ def _mark_contact(backend: Backend, **fields) -> None:
 def backend_sync(*, backend: Backend, source=None) -> dict:
     """Read the backend's whole inventory and make the database match it, in one transaction.
 
-    Only objects whose version changed are written, then membership of the changed nodes. On a source
-    error nothing changes but ``last_sync_error``, and the InventoryError is raised again. Returns counts
-    and the lists' ``resource_versions`` (where a watch continues).
+    One sync of a backend at a time, whichever door starts it (task, ``poolctl``, worker, page, API, a
+    watch listing again): the lease ``sync:<id>`` is taken here, and ``SyncBusy`` raised while another
+    holder has it. Only objects whose version changed are written, then membership of the changed nodes.
+    On a source error nothing changes but ``last_sync_error``, and the InventoryError is raised again.
+    Returns counts and the lists' ``resource_versions`` (where a watch continues).
     """
+    lease, owner = f"sync:{backend.pk}", lease_owner()
+    if not lease_acquire(name=lease, owner=owner, seconds=SYNC_LEASE_SECONDS):
+        raise SyncBusy(f"backend '{backend.name}' is already being synced; this sync did not start")
+    try:
+        return _sync(backend, source)
+    finally:
+        lease_release(name=lease, owner=owner)
+
+
+def _sync(backend: Backend, source) -> dict:
     started = time.monotonic()
     try:
         inventory = (source or _source(backend)).list_inventory()
@@ -447,6 +474,27 @@ def _source(backend: Backend):
     if backend.kind != BackendKind.SIMULATED:
         return source_for(backend)
     return source_for(backend, pool_labels=lambda nodes: node_pool_names(backend, nodes))
+
+
+def _backend_to_sync(name: str, actor: Actor) -> Backend:
+    """404 for a backend the actor may not see, 403 without ``OPERATE_BACKEND`` on it."""
+    backend = Backend.objects.restrict(actor.principal).filter(name=name).first()
+    if backend is None:
+        raise NotFound(f"backend '{name}' does not exist")
+    require(actor.principal, OPERATE_BACKEND, name, what=f"syncing backend '{name}'")
+    return backend
+
+
+def backend_sync_request(*, name: str, actor: Actor) -> dict:
+    """Start a sync of backend ``name`` as a job (the page's "Sync now", ``POST /api/backends/<name>/sync/``)."""
+    from pools import jobs
+
+    return jobs.job_sync_backend(backend=_backend_to_sync(name, actor), username=actor.username)
+
+
+def backend_sync_now(*, name: str, actor: Actor) -> dict:
+    """Sync backend ``name`` in this process and return the counts (``poolctl backend sync``)."""
+    return backend_sync(backend=_backend_to_sync(name, actor))
 
 
 # --- watch ------------------------------------------------------------------------------------------------
@@ -621,10 +669,11 @@ def node_label(
 ) -> NodeLabelChange:
     """Set (or with ``value=None`` remove) a label on a node in its cluster, and leave an audit entry.
 
-    Like ``kubectl label``: changing an existing value needs ``overwrite``. Refused, with the reason,
-    when the node's backend is not a writable Kubernetes backend.
+    Like ``kubectl label``: changing an existing value needs ``overwrite``. Needs ``OPERATE_BACKEND`` on the
+    node's backend (a node the actor may not see is NotFound). Refused, with the reason, when the node's
+    backend is not a writable Kubernetes backend.
     """
-    nodes = Node.objects.select_related("backend").filter(name=node)
+    nodes = Node.objects.restrict(actor.principal).select_related("backend").filter(name=node)
     if backend:
         nodes = nodes.filter(backend__name=backend)
     found = list(nodes)
@@ -634,6 +683,7 @@ def node_label(
         names = ", ".join(sorted(n.backend.name for n in found))
         raise ConfigError(f"node '{node}' exists in several backends ({names}); choose one with --backend")
     target = found[0]
+    require(actor.principal, OPERATE_BACKEND, target.backend.name, what=f"labelling node '{node}'")
     if target.backend.kind != BackendKind.KUBERNETES or not target.backend.writable:
         raise ConfigError(
             f"backend '{target.backend.name}' is not writable: node labels can only be changed on a "

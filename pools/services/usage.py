@@ -11,6 +11,7 @@ from django.db.models import Avg
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from accounts.access import SYSTEM as SYSTEM_PRINCIPAL
 from pools import selectors
 from pools.models import UsageSample
 
@@ -32,7 +33,7 @@ def usage_sample_record(*, at: datetime | None = None) -> int:
             quota_used=row["gpu"]["quota_used"],
             quota_limit=row["gpu"]["quota_limit"],
         )
-        for row in selectors.pool_list(with_ids=True)
+        for row in selectors.pool_list(with_ids=True, user=SYSTEM_PRINCIPAL)
     ]
     samples += [
         UsageSample(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from kube_objects import node
 
+from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ChangeOrigin, ConfigType
 from pools.models import ConfigRevision
@@ -56,7 +57,7 @@ class APITestCases:
 
         def shown(self, name: str) -> dict:
             """The object as the API must show it: its name and its canonical body."""
-            return {"name": name, **selectors.config_show(config_type=self.config_type, name=name)[name]}
+            return {"name": name, **selectors.config_show(user=SYSTEM, config_type=self.config_type, name=name)[name]}
 
         def latest_revision(self) -> ConfigRevision:
             return ConfigRevision.objects.filter(config_type=self.config_type).order_by("-revision").first()
@@ -246,7 +247,10 @@ class TestResourceValidations(APITestCases.ConfigObjectTests):
         )
 
     def shown(self, name):
-        return {"name": name, "rules": selectors.config_show(config_type=self.config_type, name=name)[name]}
+        return {
+            "name": name,
+            "rules": selectors.config_show(user=SYSTEM, config_type=self.config_type, name=name)[name],
+        }
 
     def one_object_policies(self):
         return [{"actions": ["config:Read"], "resources": ["config/RESOURCE_VALIDATION"]}]
@@ -291,7 +295,9 @@ class TestPlatforms(APITestCases.ConfigObjectTests):
         )
 
     def shown(self, name):
-        platform = selectors.config_show(config_type=ConfigType.POOL, name="team-a")["team-a"]["platforms"][name]
+        platform = selectors.config_show(user=SYSTEM, config_type=ConfigType.POOL, name="team-a")["team-a"][
+            "platforms"
+        ][name]
         return {"name": name, **platform}
 
     def one_object_policies(self):

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.inventory.records import InventoryError
@@ -30,7 +31,7 @@ def make_pool(name="train", backend="gpu-cluster", **extra):
 
 
 def pool_gpu(name="train"):
-    return next(row for row in selectors.pool_list() if row["name"] == name)["gpu"]
+    return next(row for row in selectors.pool_list(user=SYSTEM) if row["name"] == name)["gpu"]
 
 
 def inventory_snapshot():
@@ -98,7 +99,7 @@ def test_full_sync_reads_nodes_and_non_terminated_pods(db, kube, kube_backend):
         "total_capacity": 8,
         "total_free": 2,
     }
-    assert selectors.pool_list()[0]["status"] == "ONLINE"
+    assert selectors.pool_list(user=SYSTEM)[0]["status"] == "ONLINE"
 
 
 def test_resync_writes_only_what_changed(db, kube, kube_backend):
@@ -237,13 +238,15 @@ def test_unreachable_api_server_changes_nothing_and_records_the_error(db, kube, 
         assert inventory_snapshot() == before  # rolled back: nothing half-written
         backend.refresh_from_db()
         assert "cannot reach" in backend.last_sync_error
-        assert selectors.pool_list()[0]["gpu"]["total_capacity"] == 8  # the last good inventory stays visible
+        assert (
+            selectors.pool_list(user=SYSTEM)[0]["gpu"]["total_capacity"] == 8
+        )  # the last good inventory stays visible
         Backend.objects.filter(pk=backend.pk).update(last_heartbeat=backend.last_heartbeat - timedelta(minutes=3))
-        assert selectors.pool_list()[0]["status"] == "OFFLINE"
+        assert selectors.pool_list(user=SYSTEM)[0]["status"] == "OFFLINE"
     finally:
         kube.restart_apiserver()
     services.backend_sync(backend=backend)
-    assert selectors.pool_list()[0]["status"] == "ONLINE"
+    assert selectors.pool_list(user=SYSTEM)[0]["status"] == "ONLINE"
     assert Node.objects.filter(name="h100-2").exists()
 
 

@@ -12,7 +12,7 @@ from pools import services
 def console(demo):
     """The demo with pools ``team-a`` and ``team-a-gpu`` and the generated role ``osmo-team-a``."""
     add_team_pools("team-a", "team-a-gpu")
-    services.pool_role_generate(name="osmo-team-a", actor=services.Actor("tester"))
+    services.pool_role_generate(name="osmo-team-a", actor=services.Actor.system("tester"))
 
 
 @pytest.fixture

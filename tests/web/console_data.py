@@ -6,6 +6,7 @@ import copy
 
 from django.contrib.auth.models import Group
 
+from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
 
@@ -14,11 +15,11 @@ PASSWORD = "console-test-pw"
 
 def add_team_pools(*names: str) -> None:
     """Pools shaped like the demo's ``team-development`` (same backend and templates), under other names."""
-    shown = selectors.config_show(config_type=ConfigType.POOL, name="team-development")
+    shown = selectors.config_show(user=SYSTEM, config_type=ConfigType.POOL, name="team-development")
     body = copy.deepcopy(shown["team-development"])
     services.config_apply(
         changes={ConfigType.POOL: {name: {**body, "description": f"{name} pool"} for name in names}},
-        actor=services.Actor("tester"),
+        actor=services.Actor.system("tester"),
     )
 
 

@@ -17,6 +17,7 @@ from console_data import PASSWORD, make_user
 from django.conf import settings
 from service_checks import service_unavailable
 
+from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.inventory.sources import SimulatedSource
 from pools.models import Backend, ConfigRevision
@@ -178,7 +179,7 @@ def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, li
     page.check("#id_confirm")
     page.click("button:has-text('Roll back')")
     page.wait_for_url(f"**/history/POOL/{latest.revision + 1}/")
-    pool = selectors.pool_get("team-development")
+    pool = selectors.pool_get("team-development", user=SYSTEM)
     assert pool.description == "Development pool for prototyping and testing"
 
     # The other pages, for the record: nodes, backends (with a sync), templates with the live preview, access.

@@ -274,8 +274,17 @@ def test_rollback_needs_confirmation_and_restores_the_revision(as_admin):
     assert ConfigRevision.objects.filter(config_type="POOL").order_by("-revision").first().action == "rollback"
 
 
-def test_a_team_role_can_neither_see_history_nor_roll_back(as_team):
-    assert b"No revisions" in as_team.get("/history/").content
+def test_a_team_role_sees_only_the_history_of_its_pools_and_cannot_roll_back(as_team):
+    page = as_team.get("/history/")
+    shown = {(revision.config_type, revision.revision) for revision in page.context["page"].object_list}
+    team_revisions = {
+        (revision.config_type, revision.revision)
+        for revision in ConfigRevision.objects.all()
+        if any(name.startswith("team-a") for name in revision.changed) and revision.config_type == "POOL"
+    }
+    assert shown == team_revisions and team_revisions
+    assert b"robotics-training" not in page.content
+    assert as_team.get("/history/POOL/1/").status_code == 404  # the demo's pools: nothing the team may see
     assert as_team.post("/history/POOL/1/rollback/", {"confirm": "on"}).status_code == 404
 
 

@@ -22,7 +22,7 @@ from accounts.tokens import parse_lifetime
 from pools import cli, selectors, services
 from pools.choices import ChangeOrigin
 from pools.configs import parse_assignments, parse_config_type, parse_revision_ref, read_document
-from pools.engine.errors import ConfigError, EngineError
+from pools.engine.errors import AccessDenied, ConfigError, EngineError
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
@@ -42,8 +42,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--user", default=None, help="username recorded on revisions (default: your login)")
+        parser.add_argument(
+            "--as",
+            dest="acting_as",
+            metavar="USERNAME",
+            help="act as this console user, with exactly their permissions (default: the operator, who may do all)",
+        )
         groups = parser.add_subparsers(
-            dest="group", required=True, metavar="{config,backend,node,pool,resource,role,access,token}"
+            dest="group", required=True, metavar="{config,backend,node,pool,resource,role,access,user,token}"
         )
 
         config = groups.add_parser("config", help="configuration and its history").add_subparsers(
@@ -141,6 +147,19 @@ class Command(BaseCommand):
         _format_option(p)
         access.add_parser("sync", help="recompute every user's pool permissions from the role policies")
 
+        user = groups.add_parser("user", help="people and service accounts").add_subparsers(dest="verb", required=True)
+        p = user.add_parser("create", help="create a user, or a service account that uses tokens only")
+        p.add_argument("name")
+        p.add_argument("--service-account", action="store_true", help="a program: no password, tokens only")
+        p.add_argument("--roles", default="", help="comma-separated role names")
+        p.add_argument("--email", default="")
+        p.add_argument("--description", default="")
+        p = user.add_parser("set-roles", help="make a user hold exactly these roles")
+        p.add_argument("name")
+        p.add_argument("roles", help="comma-separated role names (empty: none)")
+        p = user.add_parser("list", help="users and service accounts with their roles")
+        _format_option(p)
+
         token = groups.add_parser("token", help="personal access tokens").add_subparsers(dest="verb", required=True)
         p = token.add_parser("create", help="create a token for a user and print it (shown once)")
         p.add_argument("--user", dest="subject", required=True, metavar="USERNAME")
@@ -153,17 +172,28 @@ class Command(BaseCommand):
         parser.add_argument("--tag", dest="tags", action="append", default=[])
 
     def handle(self, *args, **options):
-        self.actor = services.Actor(options["user"] or _login_name(), ChangeOrigin.CLI)
+        self.actor = self._actor(options)
+        self.principal = self.actor.principal
         handler = getattr(self, f"do_{options['group']}_{options['verb'].replace('-', '_')}")
         try:
             return handler(options)
-        except (ConfigError, EngineError, InventoryError) as exc:
+        except (ConfigError, EngineError, InventoryError, AccessDenied) as exc:
             raise Error(str(exc)) from None
         except CommandError:
             raise
         except Exception as exc:  # never a traceback for the operator; the log keeps the details
             logger.exception("poolctl failed")
             raise Error(f"unexpected failure ({exc.__class__.__name__}: {exc}); rerun with --traceback") from None
+
+    @staticmethod
+    def _actor(options) -> services.Actor:
+        """The operator (who may do everything), or with ``--as`` a console user with their own permissions."""
+        if not options["acting_as"]:
+            return services.Actor.system(options["user"] or _login_name(), ChangeOrigin.CLI)
+        user = get_user_model().objects.filter(username=options["acting_as"], is_active=True).first()
+        if user is None:
+            raise Error(f"user '{options['acting_as']}' does not exist")
+        return services.Actor.of(user, ChangeOrigin.CLI)
 
     def out(self, text: str):
         self.stdout.write(text)
@@ -204,13 +234,16 @@ class Command(BaseCommand):
         )
 
     def do_config_show(self, o):
-        data = selectors.config_show(config_type=parse_config_type(o["type"]), name=o["name"], revision=o["revision"])
+        data = selectors.config_show(
+            config_type=parse_config_type(o["type"]), name=o["name"], revision=o["revision"], user=self.principal
+        )
         self.out(cli.as_json(data))
 
     def do_config_history(self, o):
         config_type = parse_config_type(o["type"]) if o["type"] else None
         revisions = [
-            selectors.revision_summary(r) for r in selectors.config_history(config_type=config_type, name=o["name"])
+            selectors.revision_summary(selectors.redacted(r, self.principal))
+            for r in selectors.config_history(config_type=config_type, name=o["name"], user=self.principal)
         ]
         self.out(cli.as_json({"revisions": revisions}) if o["format"] == "json" else cli.history_text(revisions))
 
@@ -221,7 +254,8 @@ class Command(BaseCommand):
             other_type, other = parse_revision_ref(o["second"])
             if other_type != config_type:
                 raise Error(f"cannot diff {config_type} against {other_type}")
-        self.out(selectors.config_diff(config_type=config_type, revision=revision, other=other) or "No differences.")
+        diff = selectors.config_diff(config_type=config_type, revision=revision, other=other, user=self.principal)
+        self.out(diff or "No differences.")
 
     def do_config_rollback(self, o):
         config_type, revision = parse_revision_ref(o["ref"])
@@ -233,7 +267,9 @@ class Command(BaseCommand):
 
     def do_config_tag(self, o):
         config_type, revision = parse_revision_ref(o["ref"])
-        tagged = services.config_tag(config_type=config_type, revision=revision, add=o["add"], remove=o["remove"])
+        tagged = services.config_tag(
+            config_type=config_type, revision=revision, add=o["add"], remove=o["remove"], actor=self.actor
+        )
         self.out(f"{tagged.config_type}:{tagged.revision} tags: {', '.join(tagged.tags) or '(none)'}")
 
     def do_config_delete(self, o):
@@ -251,20 +287,20 @@ class Command(BaseCommand):
     def do_backend_sync(self, o):
         if o["all"] == bool(o["name"]):
             raise Error("give a backend name or --all")
-        if not o["all"] and not Backend.objects.filter(name=o["name"]).exists():
-            raise Error(f"backend '{o['name']}' does not exist")
         while True:
-            backends = (
-                Backend.objects.exclude(source="", kind="file") if o["all"] else Backend.objects.filter(name=o["name"])
+            names = (
+                selectors.backends_to_sync().restrict(self.principal).values_list("name", flat=True)
+                if o["all"]
+                else [o["name"]]
             )
             results = {}
-            for backend in backends:
+            for name in names:
                 try:
-                    results[backend.name] = services.backend_sync(backend=backend)
+                    results[name] = services.backend_sync_now(name=name, actor=self.actor)
                 except InventoryError as exc:
                     if not o["every"]:
                         raise
-                    self.stderr.write(f"backend {backend.name}: {exc}")
+                    self.stderr.write(f"backend {name}: {exc}")
             self._sync_report(results, o["format"])
             if not o["every"]:
                 return
@@ -319,25 +355,31 @@ class Command(BaseCommand):
         self.out(f"node/{change.node_name} unlabeled {change.key}")
 
     def do_pool_list(self, o):
-        pools = selectors.pool_list()
+        pools = selectors.pool_list(user=self.principal)
         self.out(cli.as_json({"pools": pools}) if o["format"] == "json" else cli.pool_list_text(pools))
 
     def do_pool_render(self, o):
         result = selectors.pool_render(
-            pool_name=o["pool"], platform=o["platform"], user_values=parse_assignments(o["assignments"])
+            pool_name=o["pool"],
+            platform=o["platform"],
+            user_values=parse_assignments(o["assignments"]),
+            user=self.principal,
         )
         self.out(cli.as_json(result) if o["format"] == "json" else cli.render_text(result))
 
     def do_pool_check(self, o):
         result = selectors.pool_check(
-            pool_name=o["pool"], platform=o["platform"], user_values=parse_assignments(o["assignments"])
+            pool_name=o["pool"],
+            platform=o["platform"],
+            user_values=parse_assignments(o["assignments"]),
+            user=self.principal,
         )
         self.out(cli.as_json(result) if o["format"] == "json" else cli.check_text(result))
         if not result["passed"]:
             sys.exit(1)
 
     def do_resource_list(self, o):
-        rows = selectors.resource_list(pool=o["pool"], platform=o["platform"])
+        rows = selectors.resource_list(pool=o["pool"], platform=o["platform"], user=self.principal)
         self.out(cli.as_json({"resources": rows}) if o["format"] == "json" else cli.resource_list_text(rows))
 
     def do_role_set(self, o):
@@ -355,7 +397,7 @@ class Command(BaseCommand):
         self.out(cli.as_json(result) if o["format"] == "json" else access_explain_text(result))
 
     def do_access_sync(self, o):
-        counts = access_services.pool_permissions_sync()
+        counts = services.pool_permissions_sync()
         self.out(f"pool permissions: {counts['added']} added, {counts['removed']} removed")
 
     def do_token_create(self, o):
@@ -363,13 +405,41 @@ class Command(BaseCommand):
         if user is None:
             raise Error(f"user '{o['subject']}' does not exist")
         try:
-            token, secret = access_services.api_token_create(
-                user=user, name=o["name"], lifetime=parse_lifetime(o["expires"])
-            )
+            lifetime = parse_lifetime(o["expires"])
         except ValueError as exc:
             raise Error(str(exc)) from None
+        token, secret = access_services.api_token_create(
+            user=user, name=o["name"], lifetime=lifetime, principal=self.principal
+        )
         self.stderr.write(f"token {token.name} for {user.username}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC")
         self.out(secret)
+
+
+    def do_user_create(self, o):
+        user = access_services.user_create(
+            principal=self.principal,
+            username=o["name"],
+            service_account=o["service_account"],
+            roles=_names(o["roles"]),
+            email=o["email"],
+            description=o["description"],
+        )
+        kind = "service account" if o["service_account"] else "user"
+        roles = ", ".join(sorted(user.groups.values_list("name", flat=True))) or "no roles"
+        self.out(f"{kind} {user.username} created ({roles})")
+
+    def do_user_set_roles(self, o):
+        roles = access_services.user_roles_set(principal=self.principal, username=o["name"], roles=_names(o["roles"]))
+        self.out(f"user {o['name']} holds {', '.join(sorted(roles)) or 'no roles'}")
+
+    def do_user_list(self, o):
+        users = access_selectors.users_visible(principal=self.principal)
+        self.out(cli.as_json({"users": users}) if o["format"] == "json" else cli.user_list_text(users))
+
+
+def _names(text: str) -> list[str]:
+    """``a,b, c`` as names; empty text is no names."""
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def access_explain_text(result: dict) -> str:

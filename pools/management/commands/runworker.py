@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections, connection
 
-from pools import services, tasks
+from pools import services
 from pools.choices import BackendKind
 from pools.inventory.records import InventoryError
 from pools.models import Backend
@@ -66,7 +66,7 @@ class Command(BaseCommand):
     def start_watch(self, backend, stop):
         def watch():
             try:
-                services.backend_watch(backend=backend, stop=stop, owner=tasks.worker_name())
+                services.backend_watch(backend=backend, stop=stop, owner=services.lease_owner())
             except Exception:
                 logger.exception("watch of backend %s stopped", backend.name)
             finally:

@@ -1,0 +1,164 @@
+"""The read half of the gate: ``restrict(principal)`` on every model's queryset (NetBox's ``restrict()``).
+
+Every list, detail, history entry, diff, export, htmx fragment and chart starts from
+``Model.objects.restrict(principal)``, so they can never disagree about what someone may see: an object
+left out here answers 404 on every door. ``principal`` is a user or ``accounts.access.SYSTEM`` (which
+sees everything). Each restriction costs a fixed number of queries, whatever the number of rows.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from accounts.access import allows, is_system, visible
+from pools.engine.permissions import LIST_FLEET, OBJECT_READ, VIEW_BACKEND, VIEW_CONFIG, VIEW_POOL
+
+
+def visible_pool_ids(principal) -> dict[int, tuple[int, str]]:
+    """``{pool id: (backend id, name)}`` of the pools ``principal`` may see (one query)."""
+    from pools.models import Pool
+
+    rows = list(Pool.objects.values_list("id", "backend_id", "name"))
+    names = set(visible(principal, VIEW_POOL, [name for _, _, name in rows]))
+    return {pool_id: (backend_id, name) for pool_id, backend_id, name in rows if name in names}
+
+
+def _pool_label_condition(principal, backend_field: str = "backend_id", name_field: str = "pool_name") -> Q:
+    """Rows carrying the label of a visible pool *of their own backend* (a label is a backend's own word)."""
+    by_backend: dict[int, list[str]] = {}
+    for backend_id, name in visible_pool_ids(principal).values():
+        by_backend.setdefault(backend_id, []).append(name)
+    condition = Q(pk__in=[])
+    for backend_id, names in by_backend.items():
+        condition |= Q(**{backend_field: backend_id, f"{name_field}__in": names})
+    return condition
+
+
+class PoolQuerySet(models.QuerySet):
+    def restrict(self, principal, permission=VIEW_POOL):
+        if is_system(principal):
+            return self
+        names = self.model.objects.values_list("name", flat=True)
+        return self.filter(name__in=visible(principal, permission, names))
+
+
+class PlatformQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        return self if is_system(principal) else self.filter(pool_id__in=list(visible_pool_ids(principal)))
+
+
+class BackendQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        if is_system(principal):
+            return self
+        names = self.model.objects.values_list("name", flat=True)
+        return self.filter(name__in=visible(principal, VIEW_BACKEND, names))
+
+
+class ConfigTypeQuerySet(models.QuerySet):
+    """Objects seen type by type (pod templates, validation rules): all of them or none."""
+
+    config_type: str
+
+    def restrict(self, principal):
+        return self if allows(principal, VIEW_CONFIG, self.config_type) else self.none()
+
+
+class PodTemplateQuerySet(ConfigTypeQuerySet):
+    config_type = "POD_TEMPLATE"
+
+
+class ResourceValidationQuerySet(ConfigTypeQuerySet):
+    config_type = "RESOURCE_VALIDATION"
+
+
+class NodeQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Nodes of the pools ``principal`` may see; every node, in a pool or not, with ``LIST_FLEET``."""
+        if allows(principal, LIST_FLEET):
+            return self
+        return self.filter(memberships__pool_id__in=list(visible_pool_ids(principal))).distinct()
+
+
+class PodQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Pods labelled with a visible pool of their own backend; every pod with ``LIST_FLEET``."""
+        if allows(principal, LIST_FLEET):
+            return self
+        return self.filter(_pool_label_condition(principal))
+
+
+class PoolPodUsageQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Usage of visible pools' labels on their own backend; every row with ``LIST_FLEET``."""
+        if allows(principal, LIST_FLEET):
+            return self
+        return self.filter(_pool_label_condition(principal))
+
+
+class LeaseQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """The workers' leases: the fleet's internals, for those who may see the whole fleet."""
+        return self if allows(principal, LIST_FLEET) else self.none()
+
+
+class MembershipQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        return self if is_system(principal) else self.filter(pool_id__in=list(visible_pool_ids(principal)))
+
+
+class UsageSampleQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Samples of visible pools; fleet-wide GPU-product samples only with ``LIST_FLEET``."""
+        if allows(principal, LIST_FLEET):
+            return self
+        return self.filter(Q(scope=self.model.Scope.POOL) & _pool_label_condition(principal, name_field="key"))
+
+
+class NodeLabelChangeQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        if is_system(principal):
+            return self
+        from pools.models import Backend
+
+        return self.filter(backend__in=Backend.objects.restrict(principal))
+
+
+class ConfigRevisionQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Revisions that changed at least one object ``principal`` may see (SEMANTICS.md §7.1).
+
+        What a visible revision shows of other objects (its snapshot, its diff) is filtered by
+        ``visible_objects``; a revision that changed only invisible objects is left out altogether.
+        """
+        if is_system(principal):
+            return self
+        decided: dict[tuple[str, str], bool] = {}
+
+        def sees(config_type: str, name: str) -> bool:
+            key = (config_type, name)
+            if key not in decided:
+                decided[key] = visible_object(principal, config_type, name)
+            return decided[key]
+
+        rows = self.model.objects.values_list("id", "config_type", "changed")
+        ids = [pk for pk, config_type, changed in rows if any(sees(config_type, name) for name in changed)]
+        return self.filter(pk__in=ids)
+
+
+def visible_object(principal, config_type: str, name: str) -> bool:
+    """Whether ``principal`` may see object ``name`` of ``config_type`` (whether it exists or not)."""
+    permission = OBJECT_READ[str(config_type)]
+    return allows(principal, permission, str(config_type) if permission is VIEW_CONFIG else name)
+
+
+def visible_objects(principal, config_type: str, objects: dict) -> dict:
+    """``{name: body}`` without the objects ``principal`` may not see."""
+    if is_system(principal):
+        return objects
+    permission = OBJECT_READ[str(config_type)]
+    if permission is VIEW_CONFIG:
+        return objects if allows(principal, permission, str(config_type)) else {}
+    names = set(visible(principal, permission, objects))
+    return {name: body for name, body in objects.items() if name in names}
