@@ -77,6 +77,14 @@ def users_visible(*, principal) -> list[dict]:
     ]
 
 
+def user_visible(*, principal, username: str) -> dict:
+    """One user as ``users_visible`` shows them; NotFound when ``principal`` may not see them."""
+    for user in users_visible(principal=principal):
+        if user["username"] == username:
+            return user
+    raise NotFound(f"user '{username}' does not exist")
+
+
 def _sign_in(user) -> str:
     if hasattr(user, "service_account"):
         return "tokens"

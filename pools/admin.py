@@ -16,7 +16,7 @@ from accounts.models import Role
 from . import selectors, services
 from .choices import ChangeOrigin, ConfigType
 from .configs import parse_document
-from .engine.errors import ConfigError
+from .engine.errors import AccessDenied, ConfigError
 from .models import (
     Backend,
     ConfigRevision,
@@ -79,6 +79,8 @@ class ConfigDocumentForm(forms.ModelForm):
         except ConfigError as exc:
             for problem in exc.problems:
                 self.add_error("document", str(problem))
+        except AccessDenied as exc:
+            self.add_error("document", f"permission denied: {exc}")
         return cleaned
 
 
@@ -129,7 +131,7 @@ class ConfigAdmin(admin.ModelAdmin):
                 services.config_delete(
                     config_type=self.config_type, name=obj.name, actor=admin_actor(request), dry_run=True
                 )
-            except ConfigError as exc:
+            except (ConfigError, AccessDenied) as exc:
                 self.message_user(request, f"Cannot delete: {exc}", messages.ERROR)
                 return HttpResponseRedirect(request.path.rsplit("/delete/", 1)[0] + "/change/")
         return super().delete_view(request, object_id, extra_context)

@@ -272,3 +272,37 @@ class RoleGenerateForm(forms.Form):
         label="Pool name prefix",
         help_text="Creates osmo-<prefix>: workflow:* and pool:Read on pool/<prefix>*.",
     )
+
+
+class UserCreateForm(forms.Form):
+    """A new person's account or service account, and the roles it starts with."""
+
+    username = forms.CharField(max_length=150)
+    service_account = forms.BooleanField(
+        required=False, label="Service account", help_text="A program: no password, no browser sign-in, tokens only."
+    )
+    roles = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    description = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, *args, roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["roles"].choices = [(name, name) for name in roles]
+
+
+class UserRolesForm(forms.Form):
+    """The roles a user should hold (exactly these)."""
+
+    roles = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["roles"].choices = [(name, name) for name in roles]
+
+
+class ServiceTokenForm(forms.Form):
+    """A token for a service account: its name and lifetime."""
+
+    name = forms.CharField(max_length=128, help_text="What uses it, e.g. prometheus.")
+    expires = forms.ChoiceField(
+        choices=[("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("365d", "1 year")], initial="90d"
+    )

@@ -24,15 +24,47 @@ def visible_pool_ids(principal) -> dict[int, tuple[int, str]]:
     return {pool_id: (backend_id, name) for pool_id, backend_id, name in rows if name in names}
 
 
-def _pool_label_condition(principal, backend_field: str = "backend_id", name_field: str = "pool_name") -> Q:
-    """Rows carrying the label of a visible pool *of their own backend* (a label is a backend's own word)."""
+def _label_condition(pools, backend_field: str, name_field: str) -> Q:
+    """Rows carrying the label of one of ``pools`` (backend id, name) *on that pool's own backend*."""
     by_backend: dict[int, list[str]] = {}
-    for backend_id, name in visible_pool_ids(principal).values():
+    for backend_id, name in pools:
         by_backend.setdefault(backend_id, []).append(name)
     condition = Q(pk__in=[])
     for backend_id, names in by_backend.items():
         condition |= Q(**{backend_field: backend_id, f"{name_field}__in": names})
     return condition
+
+
+def _pool_label_restriction(queryset, principal, name_field: str = "pool_name"):
+    """Rows labelled with a pool: those of pools ``principal`` may see (a label is its own backend's word).
+
+    With ``LIST_FLEET`` also the rows of no pool, but never those of a pool hidden from them (a Deny).
+    """
+    from pools.models import Pool
+
+    if is_system(principal):
+        return queryset
+    if not allows(principal, LIST_FLEET):
+        return queryset.filter(_label_condition(visible_pool_ids(principal).values(), "backend_id", name_field))
+    seen = visible_pool_ids(principal)
+    hidden = [
+        (backend_id, name)
+        for pk, backend_id, name in Pool.objects.values_list("id", "backend_id", "name")
+        if pk not in seen
+    ]
+    return queryset.exclude(_label_condition(hidden, "backend_id", name_field)) if hidden else queryset
+
+
+def sees_whole_fleet(principal) -> bool:
+    """``LIST_FLEET`` and no pool hidden: what is summed over the whole fleet may be shown (GPU products)."""
+    from pools.models import Pool
+
+    if is_system(principal):
+        return True
+    if not allows(principal, LIST_FLEET):
+        return False
+    names = list(Pool.objects.values_list("name", flat=True))
+    return len(visible(principal, VIEW_POOL, names)) == len(names)
 
 
 class PoolQuerySet(models.QuerySet):
@@ -75,32 +107,35 @@ class ResourceValidationQuerySet(ConfigTypeQuerySet):
 
 class NodeQuerySet(models.QuerySet):
     def restrict(self, principal):
-        """Nodes of the pools ``principal`` may see; every node, in a pool or not, with ``LIST_FLEET``."""
-        if allows(principal, LIST_FLEET):
+        """Nodes of the pools ``principal`` may see; with ``LIST_FLEET`` also the nodes of no pool.
+
+        A node only in pools hidden from a fleet reader stays hidden: what it holds is those pools' business.
+        """
+        if is_system(principal):
             return self
-        return self.filter(memberships__pool_id__in=list(visible_pool_ids(principal))).distinct()
+        seen = list(visible_pool_ids(principal))
+        members = self.filter(memberships__pool_id__in=seen).values("pk")
+        if allows(principal, LIST_FLEET):
+            return self.filter(Q(pk__in=members) | Q(memberships__isnull=True)).distinct()
+        return self.filter(pk__in=members)
 
 
 class PodQuerySet(models.QuerySet):
     def restrict(self, principal):
-        """Pods labelled with a visible pool of their own backend; every pod with ``LIST_FLEET``."""
-        if allows(principal, LIST_FLEET):
-            return self
-        return self.filter(_pool_label_condition(principal))
+        """Pods labelled with a visible pool of their own backend; with ``LIST_FLEET`` every pod but those."""
+        return _pool_label_restriction(self, principal)
 
 
 class PoolPodUsageQuerySet(models.QuerySet):
     def restrict(self, principal):
-        """Usage of visible pools' labels on their own backend; every row with ``LIST_FLEET``."""
-        if allows(principal, LIST_FLEET):
-            return self
-        return self.filter(_pool_label_condition(principal))
+        """Usage of visible pools' labels on their own backend; with ``LIST_FLEET`` every row but hidden pools'."""
+        return _pool_label_restriction(self, principal)
 
 
 class LeaseQuerySet(models.QuerySet):
     def restrict(self, principal):
         """The workers' leases: the fleet's internals, for those who may see the whole fleet."""
-        return self if allows(principal, LIST_FLEET) else self.none()
+        return self if sees_whole_fleet(principal) else self.none()
 
 
 class MembershipQuerySet(models.QuerySet):
@@ -110,10 +145,11 @@ class MembershipQuerySet(models.QuerySet):
 
 class UsageSampleQuerySet(models.QuerySet):
     def restrict(self, principal):
-        """Samples of visible pools; fleet-wide GPU-product samples only with ``LIST_FLEET``."""
-        if allows(principal, LIST_FLEET):
-            return self
-        return self.filter(Q(scope=self.model.Scope.POOL) & _pool_label_condition(principal, name_field="key"))
+        """Samples of visible pools; GPU-product samples (sums over every pool) only to whole-fleet readers."""
+        pools = _pool_label_restriction(self.filter(scope=self.model.Scope.POOL), principal, name_field="key")
+        if sees_whole_fleet(principal):
+            return pools | self.filter(scope=self.model.Scope.PRODUCT)
+        return pools
 
 
 class NodeLabelChangeQuerySet(models.QuerySet):

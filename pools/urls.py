@@ -27,4 +27,6 @@ urlpatterns = [
     path("history/<str:config_type>/<int:revision>/", views.revision_detail, name="revision"),
     path("history/<str:config_type>/<int:revision>/rollback/", views.revision_rollback, name="rollback"),
     path("access/", views.roles, name="roles"),
+    path("access/users/new/", views.user_create, name="user-create"),
+    path("access/users/<str:username>/", views.user_detail, name="user"),
 ]

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from functools import wraps
 
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -26,22 +28,30 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts import selectors as account_selectors
+from accounts import services as account_services
 from accounts.access import allows
+from accounts.models import Role
+from accounts.tokens import parse_lifetime
 
 from . import selectors, services
 from .choices import ChangeOrigin, ConfigType, PoolStatus
 from .configs import TYPE_LABELS, body_etag, normalize_body, users_of
 from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
-from .engine.permissions import CHANGE_CONFIG, LIST_FLEET, OPERATE_BACKEND, VIEW_CONFIG
+from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS, VIEW_CONFIG
 from .forms import (
     DocumentForm,
     PoolForm,
     RoleGenerateForm,
     RollbackForm,
+    ServiceTokenForm,
+    UserCreateForm,
+    UserRolesForm,
     WhatIfForm,
     attach_problems,
     document_text,
 )
+from .querysets import sees_whole_fleet
 
 OVERVIEW_POLL_SECONDS = 5
 NODES_PER_PAGE = 100
@@ -235,7 +245,7 @@ def pool_usage(request, name: str):
         for key in series:
             series[key][sample["at"]] = sample[key]
     # A product's series adds up every pool of the fleet: shown only to those who may see the whole fleet.
-    products = products if allows(request.user, LIST_FLEET) else []
+    products = products if sees_whole_fleet(request.user) else []
     for product in products:
         series[product] = {
             sample["at"]: sample["used"] for sample in selectors.usage_series(scope="product", key=product, since=since)
@@ -312,6 +322,8 @@ def pool_edit(request, name: str | None = None):
                 tags=form.cleaned_data["tags"],
                 expect={(ConfigType.POOL, pool_name): expected if name else services.ABSENT},
             )
+        except NotFound:
+            raise  # what the user may not see is a 404 page, not a form error
         except Conflict:
             form.add_error("name", f"pool '{pool_name}' already exists")
         except ConfigError as exc:
@@ -440,12 +452,12 @@ def document_edit(request, kind: str, name: str | None = None):
                 tags=form.cleaned_data["tags"],
                 expect={(config_type, object_name): expected},
             )
+        except NotFound:
+            raise  # what the user may not see is a 404 page, not a form error
         except Conflict:
             form.add_error("name", f"{TYPE_LABELS[config_type]} '{object_name}' already exists")
         except ConfigError as exc:
             attach_problems(form, exc, default_field="body")
-        except AccessDenied as exc:
-            form.add_error(None, str(exc))
         else:
             return redirect(
                 "pools:roles" if kind == "roles" else "pools:documents",
@@ -730,9 +742,9 @@ def revision_rollback(request, config_type: str, revision: int):
                 actor=actor_of(request),
                 description=form.cleaned_data["description"],
             )
+        except NotFound:
+            raise  # what the user may not see is a 404 page, not a form error
         except ConfigError as exc:
-            form.add_error(None, str(exc))
-        except AccessDenied as exc:
             form.add_error(None, str(exc))
         else:
             return redirect("pools:revision", config_type=config_type, revision=created[0].revision)
@@ -746,6 +758,7 @@ def revision_rollback(request, config_type: str, revision: int):
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@gate_answers
 def roles(request):
     """Roles the user may see, their policies and the pools each reaches; generate a pool role."""
     can_edit = can_update_config(request.user, ConfigType.ROLE)
@@ -757,13 +770,106 @@ def roles(request):
             role_name = f"osmo-{form.cleaned_data['prefix']}"
             try:
                 services.pool_role_generate(name=role_name, actor=actor_of(request))
-            except (ConfigError, AccessDenied) as exc:
+            except NotFound:
+                raise  # what the user may not see is a 404 page, not a form error
+            except ConfigError as exc:
                 form.add_error("prefix", str(exc))
             else:
                 return redirect(f"{reverse('pools:roles')}#role-{role_name}")
     visible = [row["name"] for row in selectors.pool_list(user=request.user)]
     rows = selectors.role_reach(user=request.user, pool_names=visible)
-    if not rows:
+    users = account_selectors.users_visible(principal=request.user)
+    if not rows and not users:
         raise Http404("not found")
-    context = {"rows": rows, "form": form, "can_edit": can_edit}
+    context = {
+        "rows": rows,
+        "form": form,
+        "can_edit": can_edit,
+        "users": users,
+        "user_form": UserCreateForm(roles=[row["role"].name for row in rows]),
+        "permissions": PERMISSIONS,
+    }
     return render(request, "pools/roles.html", context, status=400 if form.errors else 200)
+
+
+def _role_names(request) -> list[str]:
+    return list(Role.objects.restrict(request.user).order_by("name").values_list("name", flat=True))
+
+
+@login_required
+@require_POST
+@gate_answers
+def user_create(request):
+    """Create a person's account or a service account from the access page (the service decides)."""
+    form = UserCreateForm(request.POST, roles=_role_names(request))
+    if form.is_valid():
+        try:
+            created = account_services.user_create(principal=request.user, **form.cleaned_data)
+        except NotFound:
+            raise  # what the user may not see is a 404 page, not a form error
+        except ConfigError as exc:
+            form.add_error("username", str(exc))
+        else:
+            messages.success(request, f"Created {created.username}.")
+            return redirect("pools:user", username=created.username)
+    context = {"form": form, "errors": form.errors}
+    return render(request, "pools/user_create.html", context, status=400)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@gate_answers
+def user_detail(request, username: str):
+    """One user: the roles they hold (changed only as the services allow) and, for a service account, tokens.
+
+    A new token is shown once, on this response, which no cache keeps.
+    """
+    shown = account_selectors.user_visible(principal=request.user, username=username)
+    roles_form = UserRolesForm(initial={"roles": shown["roles"]}, roles=_role_names(request))
+    token_form = ServiceTokenForm()
+    new_token = None
+    status = 200
+    if request.method == "POST" and request.POST.get("action") == "token":
+        token_form = ServiceTokenForm(request.POST)
+        status = 400
+        if token_form.is_valid():
+            user = get_user_model().objects.get(username=username)
+            try:
+                token, secret = account_services.api_token_create(
+                    user=user,
+                    name=token_form.cleaned_data["name"],
+                    lifetime=parse_lifetime(token_form.cleaned_data["expires"]),
+                    principal=request.user,
+                )
+            except NotFound:
+                raise  # what the user may not see is a 404 page, not a form error
+            except ConfigError as exc:
+                token_form.add_error(None, str(exc))
+            else:
+                new_token, status = {"token": token, "secret": secret}, 201
+    elif request.method == "POST":
+        roles_form = UserRolesForm(request.POST, roles=_role_names(request))
+        if roles_form.is_valid():
+            try:
+                account_services.user_roles_set(
+                    principal=request.user, username=username, roles=roles_form.cleaned_data["roles"]
+                )
+            except NotFound:
+                raise  # what the user may not see is a 404 page, not a form error
+            except ConfigError as exc:
+                roles_form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Roles of {username} saved.")
+                return redirect("pools:user", username=username)
+        status = 400
+    context = {
+        "shown": shown,
+        "roles_form": roles_form,
+        "token_form": token_form,
+        "new_token": new_token,
+        "can_change": allows(request.user, CHANGE_USER, username),
+    }
+    response = render(request, "pools/user_detail.html", context, status=status)
+    if new_token:
+        response["Cache-Control"] = "no-store"
+    return response

@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import users, views
 
 app_name = "api"
 
@@ -51,6 +51,10 @@ urlpatterns = [
         name="config-rollback",
     ),
     path("jobs/<str:job_id>/", views.JobView.as_view(), name="job-detail"),
+    path("users/", users.UserListView.as_view(), name="user-list"),
+    path("users/<str:username>/", users.UserDetailView.as_view(), name="user-detail"),
+    path("users/<str:username>/roles/", users.UserRolesView.as_view(), name="user-roles"),
+    path("users/<str:username>/tokens/", users.UserTokensView.as_view(), name="user-tokens"),
     path("", include(router.urls)),
     re_path(r"^.*$", views.UnknownEndpointView.as_view(), name="unknown"),
 ]

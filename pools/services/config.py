@@ -33,7 +33,7 @@ from pools.configs import (
     validate_state,
 )
 from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound, Problem, Stale
-from pools.engine.permissions import CHANGE_CONFIG, OBJECT_READ, VIEW_CONFIG, pool_role_policy_data
+from pools.engine.permissions import CHANGE_CONFIG, pool_role_policy_data
 from pools.engine.policy import parse_policies, ungranted
 from pools.models import Backend, ConfigRevision, PodTemplate, Pool, ResourceValidation
 from pools.querysets import visible_object
@@ -98,7 +98,7 @@ def config_apply(
         config_write_lock()
         current = selectors.config_state()
         proposed = _normalized(changes(current) if callable(changes) else changes, normalized)
-        authorize_change(actor, current, proposed, expect or {})
+        authorize_change(actor, current, proposed)
         _check_expectations(current, expect or {})
         state = copy.deepcopy(current)
         problems: list[Problem] = []
@@ -178,13 +178,11 @@ def _check_expectations(current: dict, expect: Mapping[tuple[ConfigType, str], E
             raise Stale(f"{label} changed since it was read (If-Match does not match its ETag); read it again")
 
 
-def authorize_change(
-    actor: Actor, current: dict, proposed: Changes, expect: Mapping[tuple[ConfigType, str], Expected]
-) -> None:
+def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
     """The gate's verdict on a change (SEMANTICS.md §7.1), the same whatever door the change came through.
 
-    - An object the actor may not see does not exist for them: changing it is a 404 (``NotFound``), and a
-      create that names it is a 403 (the answer never depends on whether it exists).
+    - An object the actor may not see does not exist for them: a change naming it is a 404 (``NotFound``),
+      whether it exists or not, so the answer tells nothing about what the actor may not see.
     - Changing a config type needs ``CHANGE_CONFIG`` on it (403).
     - A pool may newly refer only to backends, templates and validations the actor may see (their absence
       is reported as for a missing object).
@@ -197,10 +195,6 @@ def authorize_change(
         label = TYPE_LABELS[config_type]
         for name in entries:
             if not visible_object(principal, config_type, name):
-                if expect.get((config_type, name)) == ABSENT:
-                    permission = OBJECT_READ[config_type]
-                    object_name = config_type if permission is VIEW_CONFIG else name
-                    require(principal, permission, object_name, what=f"creating {label} '{name}'")
                 raise NotFound(f"{label} '{name}' does not exist")
         require(principal, CHANGE_CONFIG, config_type, what=f"changing {label}s")
     problems = []

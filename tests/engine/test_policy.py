@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pools.engine.errors import PolicyError
 from pools.engine.permissions import BUILTIN_ROLES, pool_role_policy_data
@@ -17,6 +19,7 @@ from pools.engine.policy import (
     parse_policies,
     policies_from_legacy_actions,
     resource_matches,
+    ungranted,
     visible_names,
 )
 
@@ -232,3 +235,119 @@ def test_malformed_legacy_actions_are_policy_errors():
         policies_from_legacy_actions([{"base": "http", "method": "get"}])
     with pytest.raises(PolicyError):
         policies_from_legacy_actions("nope")
+
+
+# No escalation (SEMANTICS §7.1): a role may allow only what its writer is allowed.
+
+
+def policies(*items):
+    return parse_policies(list(items), role="new")
+
+
+def test_an_administrator_holds_everything_any_role_can_allow():
+    admin = [builtin("osmo-admin")]
+    assert ungranted(admin, policies({"actions": ["*"], "resources": ["*"]}, {"actions": ["system:Health"]})) == []
+
+
+def test_config_writers_cannot_make_an_administrator_role():
+    writer = [role("config", {"actions": ["config:Read", "config:Update"], "resources": ["config/*"]})]
+    assert ungranted(writer, policies({"actions": ["*:*"], "resources": ["*"]})) == ["*:* on *"]
+    assert ungranted(writer, policies({"actions": ["config:Read"], "resources": ["config/POOL"]})) == []
+
+
+@pytest.mark.parametrize(
+    ("granted", "held"),
+    [
+        ("pool/team-a-gpu", True),
+        ("pool/team-a*", True),
+        ("pool/team-a-gpu*", True),
+        ("pool/team*", False),
+        ("pool/*", False),
+        ("*", False),
+        ("backend/team-a", False),
+    ],
+)
+def test_a_prefix_holds_exactly_the_names_and_prefixes_it_covers(granted, held):
+    writer = [role("team", {"actions": ["pool:*"], "resources": ["pool/team-a*"]})]
+    missing = ungranted(writer, policies({"actions": ["pool:Read"], "resources": [granted]}))
+    assert (missing == []) is held
+
+
+@pytest.mark.parametrize(
+    ("action", "held"),
+    [("pool:Read", True), ("*:Read", True), ("pool:Update", False), ("pool:*", False), ("*", False)],
+)
+def test_action_patterns_hold_only_what_they_contain(action, held):
+    writer = [role("reader", {"actions": ["*:Read"], "resources": ["*"]})]
+    assert (ungranted(writer, policies({"actions": [action], "resources": ["pool/a"]})) == []) is held
+
+
+def test_unscoped_calls_are_held_only_by_unscoped_policies_or_everything():
+    writer = [role("health", {"actions": ["system:Health"]})]
+    assert ungranted(writer, policies({"actions": ["system:Health"]})) == []
+    assert ungranted(writer, policies({"actions": ["system:Health"], "resources": ["*"]})) == ["system:Health on *"]
+    everything = [role("all", {"actions": ["system:*"], "resources": ["*"]})]
+    assert ungranted(everything, policies({"actions": ["system:Metrics"]})) == []
+
+
+def test_a_writers_deny_must_be_kept_by_the_role_they_write():
+    writer = [
+        role("reader", {"actions": ["pool:Read"], "resources": ["pool/*"]}),
+        role("not-secret", {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/secret*"]}),
+    ]
+    assert ungranted(writer, policies({"actions": ["pool:Read"], "resources": ["pool/*"]})) == ["pool:Read on pool/*"]
+    assert ungranted(writer, policies({"actions": ["pool:Read"], "resources": ["pool/public"]})) == []
+    kept = policies(
+        {"actions": ["pool:Read"], "resources": ["pool/*"]},
+        {"effect": "Deny", "actions": ["pool:*"], "resources": ["pool/secret*"]},
+    )
+    assert ungranted(writer, kept) == []
+    narrower = policies(
+        {"actions": ["pool:Read"], "resources": ["pool/*"]},
+        {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/secret-1"]},
+    )
+    assert ungranted(writer, narrower) == ["pool:Read on pool/*"]
+
+
+def test_a_deny_of_another_action_does_not_matter():
+    writer = [
+        role("reader", {"actions": ["pool:Read"], "resources": ["pool/*"]}),
+        role("no-runs", {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/*"]}),
+    ]
+    assert ungranted(writer, policies({"actions": ["pool:Read"], "resources": ["pool/*"]})) == []
+
+
+def test_actions_compare_without_case_and_a_roles_denies_need_no_holding():
+    writer = [role("reader", {"actions": ["POOL:read"], "resources": ["pool/a"]})]
+    assert ungranted(writer, policies({"actions": ["pool:Read"], "resources": ["pool/a"]})) == []
+    assert ungranted([], policies({"effect": "Deny", "actions": ["*"], "resources": ["*"]})) == []
+
+
+_ACTIONS = st.sampled_from(["*", "pool:*", "*:Read", "pool:Read", "pool:Update", "config:Read", "workflow:Create"])
+_RESOURCES = st.sampled_from(["*", "pool/*", "pool/a*", "pool/ab", "pool/b", "config/POOL", "config/*", None])
+_POLICY = st.builds(
+    lambda effect, actions, resources: {
+        "effect": effect,
+        "actions": actions,
+        **({"resources": [r for r in resources if r]} if any(resources) else {}),
+    },
+    st.sampled_from(["Allow", "Allow", "Deny"]),
+    st.lists(_ACTIONS, min_size=1, max_size=2),
+    st.lists(_RESOURCES, min_size=1, max_size=2),
+)
+_REQUESTS = [
+    (action, resource)
+    for action in ("pool:Read", "pool:Update", "config:Read", "workflow:Create", "other:Read")
+    for resource in ("pool/a", "pool/ab", "pool/abc", "pool/b", "config/POOL", "config/ROLE", "")
+]
+
+
+@given(writer=st.lists(_POLICY, max_size=4), new=st.lists(_POLICY, max_size=4))
+def test_a_role_without_ungranted_pairs_allows_nothing_its_writer_may_not_do(writer, new):
+    writer_roles = [role("writer", *writer)]
+    new_role = role("new", *new)
+    if ungranted(writer_roles, new_role.policies):
+        return
+    for action, resource in _REQUESTS:
+        if evaluate_access([new_role], action, resource).allowed:
+            assert evaluate_access(writer_roles, action, resource).allowed, (action, resource)

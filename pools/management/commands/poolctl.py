@@ -177,7 +177,9 @@ class Command(BaseCommand):
         handler = getattr(self, f"do_{options['group']}_{options['verb'].replace('-', '_')}")
         try:
             return handler(options)
-        except (ConfigError, EngineError, InventoryError, AccessDenied) as exc:
+        except AccessDenied as exc:
+            raise Error(f"permission denied: {exc}") from None
+        except (ConfigError, EngineError, InventoryError) as exc:
             raise Error(str(exc)) from None
         except CommandError:
             raise

@@ -1,0 +1,55 @@
+"""People and roles made the way an administrator makes them: ``poolctl`` on the server.
+
+Tests that need a user with given roles ask ``administrator`` for one, so they read like what happens in a
+deployment (``poolctl user create NAME --roles R1,R2``, ``poolctl config update ROLE NAME -f role.json``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+PASSWORD = "people-test-pw"
+
+
+def poolctl(*args: str) -> str:
+    """Run ``poolctl`` as the operator on the server; returns what it printed (errors raise CommandError)."""
+    out = io.StringIO()
+    call_command("poolctl", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def role(name: str, *policies: dict, description: str = "") -> str:
+    """``poolctl config update ROLE <name> -f <file>`` with these policies; returns the role's name."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / f"{name}.json"
+        path.write_text(json.dumps({"description": description, "policies": list(policies)}))
+        poolctl("config", "update", "ROLE", name, "--file", str(path))
+    return name
+
+
+def person(username: str, *roles: str, password: str = PASSWORD, **flags):
+    """``poolctl user create <username> --roles ...``, and a local password for signing in to the pages."""
+    poolctl("user", "create", username, "--roles", ",".join(roles))
+    user = get_user_model().objects.get(username=username)
+    user.set_password(password)
+    for key, value in flags.items():
+        setattr(user, key, value)
+    user.save()
+    return user
+
+
+def service_account(username: str, *roles: str):
+    """``poolctl user create <username> --service-account --roles ...``."""
+    poolctl("user", "create", username, "--service-account", "--roles", ",".join(roles))
+    return get_user_model().objects.get(username=username)
+
+
+def token_for(username: str, expires: str = "30d") -> str:
+    """``poolctl token create --user <username>``: the token, from the last line it prints."""
+    return poolctl("token", "create", "--user", username, "--expires", expires).strip().splitlines()[-1]
