@@ -61,7 +61,7 @@ def test_users_are_matched_by_subject_and_their_profile_follows_the_claims(mappe
         ({"groups": ["/team-a"]}, "osmo-team-a"),  # a Keycloak full path in external_roles
         ({"groups": ["/org/ops"]}, "ops"),  # nested path through external_roles
         ({"groups": ["auditors"]}, "auditors"),  # a plain group name equal to the role
-        ({"groups": ["/dept/auditors"]}, "auditors"),  # a path whose last segment is the role
+        ({"groups": ["/auditors"]}, "auditors"),  # a top-level group named like the role
         ({"roles": ["platform-admin"]}, "ops"),
         ({"realm_access": {"roles": ["auditors"]}}, "auditors"),
         ({"resource_access": {"console": {"roles": ["auditors"]}}}, "auditors"),
@@ -69,6 +69,11 @@ def test_users_are_matched_by_subject_and_their_profile_follows_the_claims(mappe
 )
 def test_groups_and_roles_in_every_claim_grant_roles(mapped_roles, claims, role):
     assert role in role_names(sign_in(**claims))
+
+
+def test_a_subgroup_named_like_a_role_does_not_grant_it(mapped_roles):
+    user = sign_in(groups=["/dept/auditors", "/team-b/osmo-admin", "/dept/ops"])
+    assert role_names(user) == set()
 
 
 def test_roles_of_another_client_do_not_count(mapped_roles):
