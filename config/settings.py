@@ -152,6 +152,11 @@ OIDC_OP_LOGOUT_ENDPOINT = os.environ.get("OIDC_OP_LOGOUT_ENDPOINT", "")
 OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
 OIDC_TIMEOUT = 10
 OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's end-session endpoint
+# Every sign-in carries a state and a nonce (both kept in the session and required back) and PKCE (S256), so
+# a code works only for the browser session that asked for it.
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
 OIDC_AUTHENTICATE_CLASS = "accounts.oidc.KeycloakAuthenticationRequestView"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?failed=1"
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True) if "LOCAL_LOGIN" in os.environ else None
