@@ -1,7 +1,9 @@
 """Settings, read from the environment.
 
 Every value has an embedded default so that `make run` works on a fresh machine: SQLite under ``var/``,
-Celery tasks run in-process, a development secret key generated once and kept in ``var/``.
+Celery tasks run in-process, a development secret key generated once and kept in ``var/``. ``DEBUG`` is
+off unless the environment turns it on (``make run`` does, for the demo): a deployment that forgets it
+gets HTTPS-only cookies and no debug pages.
 """
 
 import os
@@ -34,7 +36,7 @@ def development_secret_key() -> str:
 
 
 SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 
 INSTALLED_APPS = [
@@ -193,10 +195,13 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 REST_FRAMEWORK = {
+    # A bearer scheme first: DRF takes the challenge of a 401 from the first class, so a call without
+    # (or with a bad) credential answers 401 with WWW-Authenticate: Bearer realm="api"; session
+    # authentication has no challenge and would turn that into a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "accounts.authentication.ApiTokenAuthentication",
         "accounts.authentication.KeycloakBearerAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "pools.api.schema.ApiAutoSchema",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 
 from pools import services
 from pools.choices import ConfigType
@@ -23,6 +24,20 @@ class Result:
 
     def json(self):
         return json.loads(self.out)
+
+
+# The test client and the live server speak plain HTTP. Settings without DEBUG (the production defaults the
+# tests run with) redirect to HTTPS and mark cookies Secure; these three are turned off before any test
+# module is imported (the schemathesis module reads the schema at import), everything else stays as deployed.
+PLAIN_HTTP = override_settings(SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False, CSRF_COOKIE_SECURE=False)
+
+
+def pytest_configure(config):
+    PLAIN_HTTP.enable()
+
+
+def pytest_unconfigure(config):
+    PLAIN_HTTP.disable()
 
 
 @pytest.fixture

@@ -25,19 +25,16 @@ def bearer(secret: str) -> Client:
 
 
 def me(client) -> tuple[int, dict]:
-    """Status and body of ``/accounts/api/me/``.
-
-    A refused credential answers 403, not 401: DRF takes the challenge from the first authentication
-    class, session authentication, which has none.
-    """
+    """Status and body of ``/accounts/api/me/``."""
     response = client.get("/accounts/api/me/")
     return response.status_code, response.json()
 
 
 def refusal(client) -> str:
     """The message of a refused credential (so a refusal for being anonymous does not pass for one)."""
-    status, body = me(client)
-    assert status == 403, body
+    response = client.get("/accounts/api/me/")
+    status, body = response.status_code, response.json()
+    assert status == 401 and response["WWW-Authenticate"] == 'Bearer realm="api"', body
     message = body["errors"][0]["message"]
     assert "token" in message, message
     return message
