@@ -9,6 +9,7 @@ gets HTTPS-only cookies and no debug pages.
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -53,6 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "mozilla_django_oidc",
+    "axes",
     "pools",
     "accounts",
 ]
@@ -66,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lockout answer
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -110,6 +113,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out sign-in before any password is checked
     "accounts.backends.KeycloakBackend",
     "accounts.backends.LocalLoginBackend",
     "accounts.backends.RolePermissionBackend",
@@ -162,6 +166,20 @@ OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
 OIDC_AUTHENTICATE_CLASS = "accounts.oidc.KeycloakAuthenticationRequestView"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?failed=1"
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True) if "LOCAL_LOGIN" in os.environ else None
+
+# Password sign-ins are throttled by django-axes (accounts/throttling.py): after LOGIN_FAILURE_LIMIT wrong
+# passwords for one username from one address, that pair is refused (429) for LOGIN_COOLOFF_MINUTES, the right
+# password included. Failures are kept in the database, so every web process sees them; a success clears them.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Attempts during a lockout are refused without being counted: the cool-off runs from the last counted failure.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_WHITELIST_CALLABLE = "accounts.throttling.not_a_password_attempt"
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.locked_out_response"
+AXES_DISABLE_ACCESS_LOG = True  # sign-ins are recorded elsewhere (last_login, ExternalIdentity)
+AXES_VERBOSE = False  # no start-up banner on every manage.py and poolctl command
 
 # Production (DEBUG=0): HTTPS only, secure cookies, HSTS. Behind a TLS-terminating proxy set
 # SECURE_PROXY_SSL_HEADER=1 so Django trusts its X-Forwarded-Proto.
@@ -234,5 +252,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # axes: failures and lockouts (WARNING) are kept; its INFO lines on every sign-in are not.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

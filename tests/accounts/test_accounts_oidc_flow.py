@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 import requests
+from axes.models import AccessAttempt
 from conftest import CLIENT_ID, REALM_USERS
 
 from accounts.models import ExternalIdentity
@@ -89,7 +90,7 @@ def local_password_post(console: str, query: dict, username: str, password: str)
 
 
 @pytest.fixture
-def console(team_pools, oidc_provider, live_server, settings):
+def console(team_pools, oidc_provider, live_server, settings, login_throttling):
     """The live console with Keycloak and local passwords both on (``LOCAL_LOGIN=1``), as a break-glass set-up."""
     settings.LOCAL_LOGIN = True
     return live_server.url
@@ -162,3 +163,4 @@ def test_a_code_injected_into_another_browsers_sign_in_is_refused(console, oidc_
     assert (response.status_code, response.headers["Location"]) == (302, "/accounts/login/?failed=1")
     assert signed_in_as(victim, console) is None
     assert not ExternalIdentity.objects.exists()
+    assert not AccessAttempt.objects.exists()  # a failed callback is no password guess: nothing is throttled
