@@ -170,3 +170,10 @@ def test_a_token_signed_by_another_key_or_with_hs256_is_refused(team_pools, real
         algorithm="HS256",
     )
     assert refusal(bearer(forged))
+
+
+def test_a_keycloak_access_token_scrapes_metrics_only_with_the_metrics_role(team_pools, realm_keys):
+    scraper = access_token(realm_keys, sub="kc-scraper", preferred_username="scraper", roles=["osmo-metrics"])
+    response = bearer(scraper).get("/metrics")
+    assert response.status_code == 200 and "gpupool_pool_gpu_capacity" in response.content.decode()
+    assert bearer(access_token(realm_keys, groups=["/team-a"])).get("/metrics").status_code == 403
