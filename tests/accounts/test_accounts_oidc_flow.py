@@ -122,6 +122,7 @@ def test_a_sign_in_over_http_redeems_the_code_with_the_pkce_verifier(console, oi
     query = start_sign_in(browser, console)
     back = follow_to_console(browser, f"{oidc_provider}/protocol/openid-connect/auth?{urlencode(query)}", console)
     assert parse_qs(urlparse(back).query)["state"] == [query["state"]]
+    # The provider holds the code to the challenge it was sent: the token request succeeds only with the verifier.
     response = browser.get(back, allow_redirects=False, timeout=10)
     assert (response.status_code, response.headers["Location"]) == (302, "/")
     assert signed_in_as(browser, console) == "alice"
