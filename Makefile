@@ -16,7 +16,9 @@ $(STAMP): requirements.txt
 setup: $(STAMP)
 
 ## run: migrate, load the demo on a new database, create the local admin, serve on 127.0.0.1:8000 with
-##      an in-process worker that keeps the simulated fleet moving
+##      an in-process worker that keeps the simulated fleet moving. DEBUG=1 for the demo (plain HTTP, debug
+##      pages); the settings' own default is off.
+run: export DEBUG ?= 1
 run: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import requests
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -21,9 +22,12 @@ logger = logging.getLogger(__name__)
 class KeycloakBackend(OIDCAuthenticationBackend):
     """Signs users in through the authorization-code flow of mozilla-django-oidc.
 
-    Differences from the stock backend: endpoints come from the realm's discovery document (looked up at
-    sign-in, not when Django builds the backend for every request); the ID token's RS256 signature,
-    issuer, audience, expiry and nonce are checked; users are matched by ``sub``; claims become roles.
+    Differences from the stock backend: a code is redeemed only for the OIDC callback view, with the nonce
+    and PKCE verifier of a sign-in this session started (the stock backend redeems a ``code`` found in the
+    query string of any request that calls ``authenticate``, the password form's included); endpoints come
+    from the realm's discovery document (looked up at sign-in, not when Django builds the backend for every
+    request); the ID token's RS256 signature, issuer, audience, expiry and nonce are checked, and a nonce is
+    required; users are matched by ``sub``; claims become roles.
     """
 
     OIDC_RP_SIGN_ALGO = "RS256"
@@ -53,21 +57,34 @@ class KeycloakBackend(OIDCAuthenticationBackend):
     def OIDC_OP_JWKS_ENDPOINT(self):  # noqa: N802
         return oidc.provider_setting("OIDC_OP_JWKS_ENDPOINT")
 
-    def authenticate(self, request, **kwargs):
-        """Finish a sign-in started at the provider; None when the request is not an OIDC callback."""
-        if not oidc.oidc_enabled():
+    def authenticate(self, request, *, nonce=None, code_verifier=None):
+        """Finish a sign-in started at the provider; None for every caller but the OIDC callback view.
+
+        mozilla-django-oidc's callback view calls ``authenticate(request, nonce=..., code_verifier=...)`` only
+        after finding the callback's ``state`` among the sign-ins this session started, and takes that
+        sign-in's nonce and PKCE verifier from the session (removing them, so a callback works once). Other
+        callers pass other credentials (``username``, ``password``), which Django does not bind to this
+        signature, so it skips the backend; without both values the code in the query string is not
+        redeemed either.
+        """
+        if request is None or not nonce or not code_verifier or not oidc.oidc_enabled():
             return None
         try:
-            return super().authenticate(request, **kwargs)
-        except oidc.ProviderError as exc:
+            return super().authenticate(request, nonce=nonce, code_verifier=code_verifier)
+        except (oidc.ProviderError, requests.RequestException) as exc:
+            # An unreachable provider or a refused code (expired, used, wrong verifier) is a failed sign-in.
             logger.warning("sign-in failed: %s", exc)
             return None
 
     def verify_token(self, token, **kwargs):
-        """The ID token's claims after checking signature, issuer, audience (this client), expiry and nonce."""
+        """The token's claims after checking signature, issuer, audience (this client) and expiry.
+
+        An ID token (called with the sign-in's ``nonce``) must carry exactly that nonce: one without a nonce,
+        or with another sign-in's, is refused. A signed userinfo response is called without one.
+        """
         payload = oidc.verify_jwt(token, audience=self.OIDC_RP_CLIENT_ID)
-        if "nonce" in kwargs and kwargs["nonce"] != payload.get("nonce"):
-            raise SuspiciousOperation("ID token nonce does not match the one this sign-in sent")
+        if "nonce" in kwargs and (not kwargs["nonce"] or payload.get("nonce") != kwargs["nonce"]):
+            raise SuspiciousOperation("the ID token does not carry the nonce this sign-in sent")
         return payload
 
     def get_or_create_user(self, access_token, id_token, payload):

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,7 +19,10 @@ from .forms import ApiTokenCreateForm
 
 
 class ConsoleLoginView(LoginView):
-    """The sign-in page: a Keycloak button when a provider is configured, the password form when local login is on."""
+    """The sign-in page: a Keycloak button when a provider is configured, the password form when local login is on.
+
+    ``LoginView`` already answers ``Cache-Control: no-store`` (``never_cache``), so no cache keeps the page.
+    """
 
     template_name = "registration/login.html"
 
@@ -56,16 +60,21 @@ def _profile_page(request, *, form=None, new_token=None, status=200):
     return render(request, "accounts/profile.html", context, status=status)
 
 
+@never_cache
 @login_required
 def profile_view(request):
     """My roles, the pools I can see and my personal access tokens."""
     return _profile_page(request)
 
 
+@never_cache
 @login_required
 @require_POST
 def token_create_view(request):
-    """Create a token and show it once, in this response only (it is not kept anywhere in clear)."""
+    """Create a token and show it once, in this response only (it is not kept anywhere in clear).
+
+    ``Cache-Control: no-store``: no browser or proxy cache may keep the page that shows it.
+    """
     form = ApiTokenCreateForm(request.POST)
     if not form.is_valid():
         return _profile_page(request, form=form, status=400)

@@ -1,12 +1,15 @@
 """Settings, read from the environment.
 
 Every value has an embedded default so that `make run` works on a fresh machine: SQLite under ``var/``,
-Celery tasks run in-process, a development secret key generated once and kept in ``var/``.
+Celery tasks run in-process, a development secret key generated once and kept in ``var/``. ``DEBUG`` is
+off unless the environment turns it on (``make run`` does, for the demo): a deployment that forgets it
+gets HTTPS-only cookies and no debug pages.
 """
 
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -34,7 +37,7 @@ def development_secret_key() -> str:
 
 
 SECRET_KEY = os.environ.get("SECRET_KEY") or development_secret_key()
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
 
 INSTALLED_APPS = [
@@ -51,6 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "mozilla_django_oidc",
+    "axes",
     "pools",
     "accounts",
 ]
@@ -64,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lockout answer
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -108,6 +113,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out sign-in before any password is checked
     "accounts.backends.KeycloakBackend",
     "accounts.backends.LocalLoginBackend",
     "accounts.backends.RolePermissionBackend",
@@ -152,9 +158,28 @@ OIDC_OP_LOGOUT_ENDPOINT = os.environ.get("OIDC_OP_LOGOUT_ENDPOINT", "")
 OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
 OIDC_TIMEOUT = 10
 OIDC_STORE_ID_TOKEN = True  # the id_token_hint of the provider's end-session endpoint
+# Every sign-in carries a state and a nonce (both kept in the session and required back) and PKCE (S256), so
+# a code works only for the browser session that asked for it.
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
 OIDC_AUTHENTICATE_CLASS = "accounts.oidc.KeycloakAuthenticationRequestView"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?failed=1"
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True) if "LOCAL_LOGIN" in os.environ else None
+
+# Password sign-ins are throttled by django-axes (accounts/throttling.py): after LOGIN_FAILURE_LIMIT wrong
+# passwords for one username from one address, that pair is refused (429) for LOGIN_COOLOFF_MINUTES, the right
+# password included. Failures are kept in the database, so every web process sees them; a success clears them.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Attempts during a lockout are refused without being counted: the cool-off runs from the last counted failure.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_WHITELIST_CALLABLE = "accounts.throttling.not_a_password_attempt"
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.locked_out_response"
+AXES_DISABLE_ACCESS_LOG = True  # sign-ins are recorded elsewhere (last_login, ExternalIdentity)
+AXES_VERBOSE = False  # no start-up banner on every manage.py and poolctl command
 
 # Production (DEBUG=0): HTTPS only, secure cookies, HSTS. Behind a TLS-terminating proxy set
 # SECURE_PROXY_SSL_HEADER=1 so Django trusts its X-Forwarded-Proto.
@@ -188,10 +213,13 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 REST_FRAMEWORK = {
+    # A bearer scheme first: DRF takes the challenge of a 401 from the first class, so a call without
+    # (or with a bad) credential answers 401 with WWW-Authenticate: Bearer realm="api"; session
+    # authentication has no challenge and would turn that into a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "accounts.authentication.ApiTokenAuthentication",
         "accounts.authentication.KeycloakBearerAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "pools.api.schema.ApiAutoSchema",
@@ -224,5 +252,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # axes: failures and lockouts (WARNING) are kept; its INFO lines on every sign-in are not.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

@@ -3,12 +3,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from pools.metrics import metrics_view
+from pools.metrics import MetricsView
 
 urlpatterns = [
     path("", include("pools.urls")),
     path("api/", include("pools.api.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
-    path("metrics", metrics_view, name="metrics"),
+    path("metrics", MetricsView.as_view(), name="metrics"),
 ]

@@ -1,12 +1,21 @@
 """Prometheus metrics at ``/metrics``: per pool GPU numbers, per backend sync health.
 
-Read at scrape time from the same selectors as every page and ``poolctl``, so the numbers agree.
+Read at scrape time from the same selectors as every page and ``poolctl``, so the numbers agree. They
+name every pool and backend, so only a principal holding ``READ_METRICS`` (built-in role
+``osmo-metrics``) gets them: Prometheus scrapes with a service account's token (docs/metrics.md).
 """
 
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
+
+from accounts.access import allows
+from pools.engine.permissions import READ_METRICS
 
 from accounts.access import SYSTEM
 
@@ -56,7 +65,42 @@ class InventoryCollector:
         yield from (age, duration, nodes, errors)
 
 
-def metrics_view(request):
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(InventoryCollector())
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+class HoldsReadMetrics(BasePermission):
+    """Lets through a principal whose roles allow ``READ_METRICS``; DRF answers anyone else 401 or 403."""
+
+    message = f"scraping /metrics needs {READ_METRICS.describe()}"
+
+    def has_permission(self, request, view):
+        """Whether the caller (session, personal token or Keycloak token) holds ``READ_METRICS``."""
+        return allows(request.user, READ_METRICS)
+
+
+class AnyAccept(BaseContentNegotiation):
+    """Never refuses a scraper's ``Accept`` (Prometheus asks for text or OpenMetrics): errors are JSON anyway."""
+
+    def select_parser(self, request, parsers):
+        """No body is read."""
+        return None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        """The one renderer, for error bodies; the metrics themselves are written as Prometheus text."""
+        return renderers[0], renderers[0].media_type
+
+
+class MetricsView(APIView):
+    """``GET /metrics``: the Prometheus text format, to a holder of ``READ_METRICS``.
+
+    Credentials as for the API (a personal access token or a Keycloak access token as ``Authorization:
+    Bearer``, or a session): without one, 401 with ``WWW-Authenticate: Bearer realm="api"``; with one whose
+    roles lack the permission, 403; both in the API's error shape.
+    """
+
+    permission_classes = [HoldsReadMetrics]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = AnyAccept
+
+    def get(self, request):
+        """Every pool's GPU numbers and every backend's sync health, read now."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(InventoryCollector())
+        return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

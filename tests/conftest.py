@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 
 from pools import services
 from pools.choices import ConfigType
@@ -23,6 +24,31 @@ class Result:
 
     def json(self):
         return json.loads(self.out)
+
+
+# Set before any test module is imported (the schemathesis module reads the schema at import); everything
+# else stays as deployed. The test client and the live server speak plain HTTP, while settings without DEBUG
+# (the production defaults the tests run with) redirect to HTTPS and mark cookies Secure. Sign-in throttling
+# (django-axes) is on only in the tests that ask for it (fixture ``login_throttling``): it refuses
+# ``Client.login()``, which authenticates without a request, and would make one test's wrong passwords
+# another's lockout.
+TEST_SETTINGS = override_settings(
+    SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False, CSRF_COOKIE_SECURE=False, AXES_ENABLED=False
+)
+
+
+def pytest_configure(config):
+    TEST_SETTINGS.enable()
+
+
+def pytest_unconfigure(config):
+    TEST_SETTINGS.disable()
+
+
+@pytest.fixture
+def login_throttling(settings):
+    """Sign-in throttling as deployed (django-axes on). Its failures are rows of the test's database."""
+    settings.AXES_ENABLED = True
 
 
 @pytest.fixture

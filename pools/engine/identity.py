@@ -2,7 +2,9 @@
 
 Keycloak puts groups in ``groups`` (full paths like ``/team-a`` or ``/org/team-a``, or plain names) and
 roles in ``roles``, ``realm_access.roles`` and ``resource_access.<client>.roles``. A claim value equal
-to a role's name grants that role; so does a value listed in the role's ``external_roles``. Each role's
+to a role's name grants that role; so does a value listed in the role's ``external_roles``. Values match
+whole: ``/team-a/osmo-admin`` is that path and nothing shorter, so whoever may create a subgroup
+somewhere in the realm cannot name it after a role and receive that role. Each role's
 ``sync_mode`` then decides what a login does to it: ``import`` only adds it, ``force`` also takes it
 away when the provider stops granting it, ``ignore`` leaves it as it is.
 """
@@ -39,19 +41,23 @@ def _strings(value) -> list[str]:
     return []
 
 
-def claim_values(claims: Mapping, *, client_id: str = "") -> set[str]:
-    """Every group and role name the claims carry; a group path also counts by its last segment.
+def group_values(group: str) -> set[str]:
+    """What one group of the ``groups`` claim counts as: its whole value, and a top-level path its plain name.
 
-    ``/team-a`` gives ``/team-a`` and ``team-a``; ``/org/team-a`` also gives ``team-a``, so a role can be
-    mapped by the group's full path or by its plain name.
+    ``/team-a`` gives ``/team-a`` and ``team-a``; ``team-a`` gives ``team-a``; ``/team-a/osmo-admin`` gives
+    only ``/team-a/osmo-admin``, which grants a role only through that role's ``external_roles``.
     """
+    values = {group}
+    if group.startswith("/") and group.count("/") == 1 and len(group) > 1:
+        values.add(group[1:])
+    return values
+
+
+def claim_values(claims: Mapping, *, client_id: str = "") -> set[str]:
+    """Every group and role value the claims carry, each whole (a top-level group path also by its name)."""
     values: set[str] = set()
     for group in _strings(claims.get("groups")):
-        values.add(group)
-        stripped = group.strip("/")
-        if stripped:
-            values.add(stripped)
-            values.add(stripped.rsplit("/", 1)[-1])
+        values.update(group_values(group))
     values.update(_strings(claims.get("roles")))
     realm = claims.get("realm_access")
     if isinstance(realm, Mapping):

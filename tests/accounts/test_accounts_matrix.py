@@ -106,8 +106,8 @@ GATES = [
     Gate("/admin/accounts/role/", admin_of("accounts.view_role"), anonymous=302, refused=admin_refusal),
     Gate("/admin/auth/user/", admin_of("auth.view_user"), anonymous=302, refused=admin_refusal),
     Gate("/pools/{pool}/", reads_pool, anonymous=302, refused=404),
-    Gate("/api/pools/{pool}/", reads_pool, anonymous=403, refused=404, api=True),
-    Gate("/accounts/api/me/", signed_in, anonymous=403, refused=403, api=True),
+    Gate("/api/pools/{pool}/", reads_pool, anonymous=401, refused=404, api=True),
+    Gate("/accounts/api/me/", signed_in, anonymous=401, refused=403, api=True),
 ]
 LISTINGS = [
     Listing("/", html_pools),

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 import requests
 from conftest import make_user
+from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group
-from django.test import Client
+from django.core.exceptions import SuspiciousOperation
+from django.test import Client, RequestFactory
 
 from accounts import oidc
+from accounts.backends import KeycloakBackend
 from accounts.services import identity_sign_in
 from pools import services
 from pools.choices import ConfigType
@@ -61,7 +64,7 @@ def test_users_are_matched_by_subject_and_their_profile_follows_the_claims(mappe
         ({"groups": ["/team-a"]}, "osmo-team-a"),  # a Keycloak full path in external_roles
         ({"groups": ["/org/ops"]}, "ops"),  # nested path through external_roles
         ({"groups": ["auditors"]}, "auditors"),  # a plain group name equal to the role
-        ({"groups": ["/dept/auditors"]}, "auditors"),  # a path whose last segment is the role
+        ({"groups": ["/auditors"]}, "auditors"),  # a top-level group named like the role
         ({"roles": ["platform-admin"]}, "ops"),
         ({"realm_access": {"roles": ["auditors"]}}, "auditors"),
         ({"resource_access": {"console": {"roles": ["auditors"]}}}, "auditors"),
@@ -69,6 +72,11 @@ def test_users_are_matched_by_subject_and_their_profile_follows_the_claims(mappe
 )
 def test_groups_and_roles_in_every_claim_grant_roles(mapped_roles, claims, role):
     assert role in role_names(sign_in(**claims))
+
+
+def test_a_subgroup_named_like_a_role_does_not_grant_it(mapped_roles):
+    user = sign_in(groups=["/dept/auditors", "/team-b/osmo-admin", "/dept/ops"])
+    assert role_names(user) == set()
 
 
 def test_roles_of_another_client_do_not_count(mapped_roles):
@@ -176,3 +184,32 @@ def test_a_local_sign_out_stays_local(team_pools, django_user_model):
     response = client.post("/accounts/logout/")
     assert (response.status_code, response["Location"]) == (302, "/")
     assert client.get("/accounts/logout/").status_code == 405
+
+
+@pytest.mark.parametrize("token_nonce", [None, "", "another-sign-in"])
+def test_an_id_token_without_the_sign_ins_nonce_is_refused(settings, monkeypatch, token_nonce):
+    settings.OIDC_RP_CLIENT_ID = "console"
+    claims = {"sub": "kc-1"} if token_nonce is None else {"sub": "kc-1", "nonce": token_nonce}
+    monkeypatch.setattr(oidc, "verify_jwt", lambda token, audience=None: dict(claims))
+    with pytest.raises(SuspiciousOperation, match="nonce"):
+        KeycloakBackend().verify_token("id.token", nonce="this-sign-in")
+    with pytest.raises(SuspiciousOperation, match="nonce"):
+        KeycloakBackend().verify_token("id.token", nonce=None)  # a sign-in that sent none proves nothing
+
+
+def test_an_id_token_with_the_sign_ins_nonce_passes(settings, monkeypatch):
+    settings.OIDC_RP_CLIENT_ID = "console"
+    monkeypatch.setattr(oidc, "verify_jwt", lambda token, audience=None: {"sub": "kc-1", "nonce": "n"})
+    assert KeycloakBackend().verify_token("id.token", nonce="n")["sub"] == "kc-1"
+
+
+def test_the_oidc_backend_redeems_codes_only_for_the_callback_view(db, settings, monkeypatch):
+    settings.OIDC_RP_CLIENT_ID, settings.OIDC_OP_AUTHORIZATION_ENDPOINT = "console", "https://kc.example/auth"
+    redeemed = []
+    monkeypatch.setattr(KeycloakBackend, "get_token", lambda self, payload: redeemed.append(payload))
+    request = RequestFactory().post("/accounts/login/?code=stolen&state=x")
+    request.session = {}
+    assert authenticate(request, username="alice", password="wrong") is None  # the password form
+    assert KeycloakBackend().authenticate(request, nonce="n", code_verifier=None) is None  # no PKCE verifier
+    assert KeycloakBackend().authenticate(request, nonce=None, code_verifier="v") is None  # no nonce
+    assert redeemed == []

@@ -25,19 +25,16 @@ def bearer(secret: str) -> Client:
 
 
 def me(client) -> tuple[int, dict]:
-    """Status and body of ``/accounts/api/me/``.
-
-    A refused credential answers 403, not 401: DRF takes the challenge from the first authentication
-    class, session authentication, which has none.
-    """
+    """Status and body of ``/accounts/api/me/``."""
     response = client.get("/accounts/api/me/")
     return response.status_code, response.json()
 
 
 def refusal(client) -> str:
     """The message of a refused credential (so a refusal for being anonymous does not pass for one)."""
-    status, body = me(client)
-    assert status == 403, body
+    response = client.get("/accounts/api/me/")
+    status, body = response.status_code, response.json()
+    assert status == 401 and response["WWW-Authenticate"] == 'Bearer realm="api"', body
     message = body["errors"][0]["message"]
     assert "token" in message, message
     return message
@@ -173,3 +170,10 @@ def test_a_token_signed_by_another_key_or_with_hs256_is_refused(team_pools, real
         algorithm="HS256",
     )
     assert refusal(bearer(forged))
+
+
+def test_a_keycloak_access_token_scrapes_metrics_only_with_the_metrics_role(team_pools, realm_keys):
+    scraper = access_token(realm_keys, sub="kc-scraper", preferred_username="scraper", roles=["osmo-metrics"])
+    response = bearer(scraper).get("/metrics")
+    assert response.status_code == 200 and "gpupool_pool_gpu_capacity" in response.content.decode()
+    assert bearer(access_token(realm_keys, groups=["/team-a"])).get("/metrics").status_code == 403

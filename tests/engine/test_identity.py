@@ -1,6 +1,6 @@
 """SEMANTICS §7, identity: IdP groups and roles map to roles; sync_mode decides what a login changes."""
 
-from pools.engine.identity import RoleMapping, claim_values, reconcile_roles, roles_from_claims
+from pools.engine.identity import RoleMapping, claim_values, group_values, reconcile_roles, roles_from_claims
 
 ROLES = [
     RoleMapping("osmo-admin", external_roles=("gpu-admins",)),
@@ -10,8 +10,33 @@ ROLES = [
 ]
 
 
-def test_keycloak_full_group_paths_are_accepted_and_also_count_by_plain_name():
-    assert claim_values({"groups": ["/org/team-a"]}) == {"/org/team-a", "org/team-a", "team-a"}
+def test_a_top_level_group_counts_by_its_path_and_its_plain_name():
+    assert group_values("/team-a") == {"/team-a", "team-a"}
+    assert group_values("team-a") == {"team-a"}
+    assert claim_values({"groups": ["/osmo-admin"]}) == {"/osmo-admin", "osmo-admin"}
+
+
+def test_a_nested_group_counts_only_as_its_whole_path():
+    assert claim_values({"groups": ["/org/team-a"]}) == {"/org/team-a"}
+    assert group_values("/") == {"/"}
+
+
+def test_a_subgroup_named_like_a_role_does_not_grant_it():
+    # Whoever may create groups under /team-a must not become an administrator by naming one osmo-admin.
+    assert roles_from_claims({"groups": ["/team-a/osmo-admin"]}, ROLES) == set()
+    assert roles_from_claims({"groups": ["/team-a/gpu-admins"]}, ROLES) == set()
+    assert roles_from_claims({"groups": ["/org/team-a"]}, ROLES) == set()
+
+
+def test_a_nested_group_grants_a_role_when_its_path_is_listed_in_external_roles():
+    roles = [RoleMapping("osmo-admin", external_roles=("/team-a/osmo-admin",))]
+    assert roles_from_claims({"groups": ["/team-a/osmo-admin"]}, roles) == {"osmo-admin"}
+    assert roles_from_claims({"groups": ["/team-b/osmo-admin"]}, roles) == set()
+
+
+def test_a_top_level_group_or_a_plain_value_named_like_a_role_grants_it():
+    assert roles_from_claims({"groups": ["/osmo-sim"]}, ROLES) == {"osmo-sim"}
+    assert roles_from_claims({"groups": ["osmo-sim"]}, ROLES) == {"osmo-sim"}
 
 
 def test_a_claim_value_equal_to_a_role_name_grants_it():
