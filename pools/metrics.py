@@ -14,10 +14,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
-from accounts.access import allows
+from accounts.access import SYSTEM, allows
 from pools.engine.permissions import READ_METRICS
-
-from accounts.access import SYSTEM
 
 from . import selectors
 
