@@ -12,6 +12,15 @@ from django.contrib.auth.backends import BaseBackend, ModelBackend
 from django.core.exceptions import SuspiciousOperation
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from pools.engine.permissions import (
+    CHANGE_CONFIG,
+    CHANGE_USER,
+    OPERATE_BACKEND,
+    VIEW_BACKEND,
+    VIEW_CONFIG,
+    VIEW_USER,
+)
+
 from . import oidc
 from .access import user_can
 from .services import identity_sign_in
@@ -115,27 +124,34 @@ CONFIG_MODELS = {
     "pools.platform": "POOL",
     "accounts.role": "ROLE",
 }
-MODEL_VERBS = {"view": "Read", "add": "Update", "change": "Update", "delete": "Update"}
+# Django's model verbs: "view" reads, the others change.
+MODEL_VERBS = {"view": False, "add": True, "change": True, "delete": True}
+# App -> the catalogue permissions (read, change) its other models stand for.
+APP_PERMISSIONS = {
+    "pools": (VIEW_BACKEND, OPERATE_BACKEND),
+    "auth": (VIEW_USER, CHANGE_USER),
+    "accounts": (VIEW_USER, CHANGE_USER),
+    "axes": (VIEW_USER, CHANGE_USER),
+}
 
 
 def policy_request_for(permission: str) -> tuple[str, str] | None:
-    """The policy action and resource that a Django model permission (``app.verb_model``) stands for.
+    """The policy request (action, resource) that a Django model permission (``app.verb_model``) stands for.
 
-    Config models map to ``config:Read`` / ``config:Update`` on ``config/<TYPE>``; other console models
-    (inventory, history) to ``backend:*`` on every backend; users, groups and tokens to ``role:*``.
+    Config models map to ``VIEW_CONFIG`` / ``CHANGE_CONFIG`` on their type; other console models
+    (inventory, history) to ``VIEW_BACKEND`` / ``OPERATE_BACKEND`` on every backend; users, tokens and
+    sign-in records to ``VIEW_USER`` / ``CHANGE_USER`` on every user.
     """
     app_label, _, codename = permission.partition(".")
     verb, _, model = codename.partition("_")
     if verb not in MODEL_VERBS or not model:
         return None
-    level = MODEL_VERBS[verb]
+    changes = MODEL_VERBS[verb]
     key = f"{app_label}.{model}"
     if key in CONFIG_MODELS:
-        return f"config:{level}", f"config/{CONFIG_MODELS[key]}"
-    if app_label == "pools":
-        return f"backend:{level}", "backend/*"
-    if app_label in ("auth", "accounts", "guardian"):
-        return f"role:{level}", "role/*"
+        return (CHANGE_CONFIG if changes else VIEW_CONFIG).on(CONFIG_MODELS[key])
+    if app_label in APP_PERMISSIONS:
+        return APP_PERMISSIONS[app_label][changes].on("*")
     return None
 
 

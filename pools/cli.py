@@ -145,3 +145,22 @@ def check_text(result: dict) -> str:
 def role_check_text(result: dict) -> str:
     verdict = "ALLOWED" if result["allowed"] else "DENIED"
     return f"{verdict}: {result['action']} on {result['resource'] or '(unscoped)'} — {result['reason']}"
+
+
+def doors_markdown(doors) -> str:
+    """The permission catalogue's doors as the Markdown table ``docs/api.md`` holds (``poolctl access doors``)."""
+
+    def permission(value, on: str) -> str:
+        if value is None:
+            return ""
+        where = f" on `{value.resource_type}/{on}`" if value.resource_type and on else ""
+        return f"`{value.action}`{where}" if where else f"`{value.action}`"
+
+    rows = ["| door | sees (else 404) | does (else 403) | note |", "|---|---|---|---|"]
+    for door in doors:
+        sees = "signed in" if door.signed_in else permission(door.reads, "" if door.rows else door.object)
+        if door.rows and door.reads is not None:
+            sees += " (rows)"
+        cells = [f"`{door.door}`", sees, permission(door.acts, door.acts_on), door.note]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows)

@@ -144,6 +144,7 @@ def object_read_request(config_type: str, name: str) -> tuple[str, str]:
 
 EVERYTHING = "*"
 WORKFLOW_ANY = "workflow:*"
+PROFILE_ANY = "profile:*"
 ADMIN_ROLE = "osmo-admin"
 USER_ROLE = "osmo-user"
 DEFAULT_ROLE = "osmo-default"
@@ -178,7 +179,7 @@ BUILTIN_ROLES: dict[str, dict] = {
     },
     DEFAULT_ROLE: {
         "description": "Held by everyone who signs in: health check, login and their own profile.",
-        "policies": [_policy([Action.SYSTEM_HEALTH, Action.AUTH_LOGIN, "profile:*"])],
+        "policies": [_policy([Action.SYSTEM_HEALTH, Action.AUTH_LOGIN, PROFILE_ANY])],
         "immutable": True,
     },
     METRICS_ROLE: {
@@ -187,3 +188,201 @@ BUILTIN_ROLES: dict[str, dict] = {
         "immutable": True,
     },
 }
+
+
+# --- what each door needs --------------------------------------------------------------------------------------
+#
+# Every way in (an API endpoint, a page or its htmx fragment, a ``poolctl`` verb) and the permissions it
+# needs. The services and selectors do the checking, the same for every door; this table says what they
+# check, so ``docs/api.md`` and the access page are made from it and the access matrix test sends each
+# door's request for each kind of user and expects exactly what it says.
+
+
+@dataclass(frozen=True)
+class Door:
+    """One way in and what it needs.
+
+    ``reads`` decides whether the object the door names exists for the caller (404 when not) or, for a
+    list, which rows it shows. ``acts`` is what a change needs besides (403 when not held). ``object`` and
+    ``acts_on`` say what each permission is about: a path parameter in braces (``{name}``), a config type
+    (``POOL``), or nothing for lists and unscoped calls. ``signed_in`` doors need only a signed-in caller.
+    """
+
+    door: str
+    reads: Permission | None = None
+    acts: Permission | None = None
+    object: str = ""
+    acts_on: str = ""
+    rows: bool = False
+    signed_in: bool = False
+    note: str = ""
+
+    @property
+    def method(self) -> str:
+        return self.door.split(" ", 1)[0]
+
+    @property
+    def path(self) -> str:
+        return self.door.split(" ", 1)[1]
+
+
+def _config_doors(plural: str, config_type: str, reads: Permission) -> list[Door]:
+    """The CRUD doors of one config type's REST endpoint; pod templates and validations are seen by type."""
+    seen = config_type if reads is VIEW_CONFIG else "{name}"
+    item = f"/api/{plural}/{{name}}/"
+    return [
+        Door(f"GET /api/{plural}/", reads, rows=True),
+        Door(f"POST /api/{plural}/", reads, CHANGE_CONFIG, seen, config_type, note="{name} from the body"),
+        Door(f"GET {item}", reads, object=seen),
+        *(Door(f"{method} {item}", reads, CHANGE_CONFIG, seen, config_type) for method in ("PUT", "PATCH", "DELETE")),
+    ]
+
+
+DOORS: tuple[Door, ...] = (
+    # REST API: config objects
+    *_config_doors("backends", "BACKEND", VIEW_BACKEND),
+    Door("POST /api/backends/{name}/sync/", VIEW_BACKEND, OPERATE_BACKEND, "{name}", "{name}"),
+    *_config_doors("pools", "POOL", VIEW_POOL),
+    Door("POST /api/pools/{name}/render/", VIEW_POOL, object="{name}"),
+    Door("POST /api/pools/{name}/check/", VIEW_POOL, object="{name}"),
+    Door("GET /api/pools/{pool_name}/platforms/", VIEW_POOL, object="{pool_name}"),
+    Door("POST /api/pools/{pool_name}/platforms/", VIEW_POOL, CHANGE_CONFIG, "{pool_name}", "POOL"),
+    Door("GET /api/pools/{pool_name}/platforms/{name}/", VIEW_POOL, object="{pool_name}"),
+    *(
+        Door(f"{m} /api/pools/{{pool_name}}/platforms/{{name}}/", VIEW_POOL, CHANGE_CONFIG, "{pool_name}", "POOL")
+        for m in ("PUT", "PATCH", "DELETE")
+    ),
+    Door("GET /api/platforms/", VIEW_POOL, rows=True),
+    *_config_doors("pod_templates", "POD_TEMPLATE", VIEW_CONFIG),
+    *_config_doors("resource_validations", "RESOURCE_VALIDATION", VIEW_CONFIG),
+    *_config_doors("roles", "ROLE", VIEW_ROLE),
+    Door(
+        "POST /api/roles/generate/",
+        VIEW_ROLE,
+        CHANGE_CONFIG,
+        "{name}",
+        "ROLE",
+        note="{name} from the body; no escalation: the role may allow nothing its writer may not do",
+    ),
+    # REST API: inventory, listings and history
+    Door("GET /api/nodes/", VIEW_POOL, rows=True, note="nodes of visible pools; with list_fleet also unused ones"),
+    Door("GET /api/nodes/{name}/", VIEW_POOL, object="{name}", note="a node of a visible pool"),
+    Door("GET /api/pods/", VIEW_POOL, rows=True, note="pods labelled with a visible pool of their own backend"),
+    Door("GET /api/memberships/", VIEW_POOL, rows=True),
+    Door("GET /api/usage/", VIEW_POOL, rows=True, note="GPU-product series only to readers of the whole fleet"),
+    Door("GET /api/pool_quota/", VIEW_POOL, rows=True),
+    Door("GET /api/resources/", VIEW_POOL, rows=True),
+    Door("GET /api/configs/history/", VIEW_POOL, rows=True, note="revisions of objects the reader may see"),
+    Door("POST /api/configs/import/", None, CHANGE_CONFIG, acts_on="each type in the bundle", note="per object"),
+    Door("GET /api/configs/{config_type}/", None, rows=True, note="the objects of the type the reader may see"),
+    Door("POST /api/configs/{config_type}/", None, CHANGE_CONFIG, acts_on="{config_type}", note="per object"),
+    Door("GET /api/configs/{config_type}/diff/", None, rows=True, note="of the objects the reader may see"),
+    Door("GET /api/configs/{config_type}/{revision}/", None, object="the revision's objects"),
+    Door(
+        "POST /api/configs/{config_type}/{revision}/tags/",
+        None,
+        CHANGE_CONFIG,
+        "the revision's objects",
+        "{config_type}",
+    ),
+    Door(
+        "POST /api/configs/{config_type}/{revision}/rollback/",
+        None,
+        CHANGE_CONFIG,
+        "the revision's objects",
+        "{config_type}",
+        note="every object the rollback changes must be visible",
+    ),
+    Door("GET /api/jobs/{job_id}/", VIEW_BACKEND, object="the job's backend"),
+    # REST API: people
+    Door("GET /api/users/", VIEW_USER, rows=True),
+    Door(
+        "POST /api/users/",
+        None,
+        CHANGE_USER,
+        acts_on="{username}",
+        note="{username} from the body; every role given must be held",
+    ),
+    Door("GET /api/users/{username}/", VIEW_USER, object="{username}"),
+    Door(
+        "PUT /api/users/{username}/roles/",
+        VIEW_USER,
+        CHANGE_USER,
+        "{username}",
+        "{username}",
+        note="never one's own; every role given is held",
+    ),
+    Door(
+        "POST /api/users/{username}/tokens/",
+        VIEW_USER,
+        CHANGE_USER,
+        "{username}",
+        "{username}",
+        note="and every role of the user is held",
+    ),
+    Door("GET /api/schema/", signed_in=True),
+    Door("GET /api/docs/", signed_in=True),
+    Door("GET /api/redoc/", signed_in=True),
+    Door("GET /accounts/api/me/", signed_in=True, note="the caller's own roles and pools"),
+    Door("GET /metrics", None, READ_METRICS),
+    # Pages and their htmx fragments
+    Door("GET /", VIEW_POOL, rows=True, note="htmx: the pool table fragment"),
+    Door("GET /pools/{name}/", VIEW_POOL, object="{name}"),
+    Door("GET /pools/{name}/usage/", VIEW_POOL, object="{name}", note="chart data; GPU products to fleet readers"),
+    Door("GET /pools/new/", None, CHANGE_CONFIG, acts_on="POOL"),
+    Door("POST /pools/new/", None, CHANGE_CONFIG, acts_on="POOL"),
+    Door("POST /pools/preview/", None, CHANGE_CONFIG, acts_on="POOL", note="htmx: the live preview"),
+    Door("GET /pools/{name}/edit/", VIEW_POOL, CHANGE_CONFIG, "{name}", "POOL"),
+    Door("POST /pools/{name}/edit/", VIEW_POOL, CHANGE_CONFIG, "{name}", "POOL"),
+    Door("POST /pools/{name}/maintenance/", VIEW_POOL, CHANGE_CONFIG, "{name}", "POOL"),
+    Door("GET /nodes/", VIEW_POOL, rows=True, note="htmx: the node table fragment; CSV and JSON exports"),
+    Door("GET /backends/", VIEW_BACKEND, rows=True),
+    Door("POST /backends/{name}/sync/", VIEW_BACKEND, OPERATE_BACKEND, "{name}", "{name}"),
+    Door("GET /backends/{name}/sync/status/", VIEW_BACKEND, object="{name}", note="htmx: the progress fragment"),
+    Door("POST /config/templates/preview/", None, CHANGE_CONFIG, acts_on="POD_TEMPLATE", note="htmx: preview"),
+    Door("GET /config/{kind}/", None, rows=True, note="templates, validations or roles the reader may see"),
+    Door("GET /config/{kind}/new/", None, CHANGE_CONFIG, acts_on="{kind}"),
+    Door("POST /config/{kind}/new/", None, CHANGE_CONFIG, acts_on="{kind}"),
+    Door("GET /config/{kind}/{name}/edit/", None, CHANGE_CONFIG, "{name}", "{kind}"),
+    Door("POST /config/{kind}/{name}/edit/", None, CHANGE_CONFIG, "{name}", "{kind}"),
+    Door("GET /what-if/", VIEW_POOL, rows=True, note="htmx: the verdict fragment"),
+    Door("GET /history/", None, rows=True, note="revisions of objects the reader may see"),
+    Door("GET /history/{config_type}/{revision}/", None, object="the revision's objects"),
+    Door(
+        "GET /history/{config_type}/{revision}/rollback/",
+        None,
+        CHANGE_CONFIG,
+        "the revision's objects",
+        "{config_type}",
+    ),
+    Door(
+        "POST /history/{config_type}/{revision}/rollback/",
+        None,
+        CHANGE_CONFIG,
+        "the revision's objects",
+        "{config_type}",
+    ),
+    Door("GET /access/", VIEW_ROLE, rows=True, note="roles, users and the permission catalogue"),
+    Door("POST /access/", VIEW_ROLE, CHANGE_CONFIG, acts_on="ROLE", note="generate a pool role"),
+    Door("POST /access/users/new/", None, CHANGE_USER, acts_on="{username}", note="{username} from the form"),
+    Door("GET /access/users/{username}/", VIEW_USER, object="{username}"),
+    Door("POST /access/users/{username}/", VIEW_USER, CHANGE_USER, "{username}", "{username}"),
+    Door("GET /accounts/profile/", signed_in=True, note="one's own roles, pools and tokens"),
+    # poolctl: the operator on the server may do everything; with --as USER, exactly what USER may
+    Door("poolctl config show|history|diff", None, rows=True, note="objects the user may see"),
+    Door("poolctl config update|import|delete|rollback|tag|restore-builtins", None, CHANGE_CONFIG, acts_on="each type"),
+    Door("poolctl pool list", VIEW_POOL, rows=True),
+    Door("poolctl pool render|check POOL", VIEW_POOL, object="POOL"),
+    Door("poolctl resource list", VIEW_POOL, rows=True),
+    Door("poolctl backend sync NAME|--all", VIEW_BACKEND, OPERATE_BACKEND, "NAME", "NAME"),
+    Door(
+        "poolctl node label|unlabel NODE",
+        VIEW_POOL,
+        OPERATE_BACKEND,
+        acts_on="{backend}",
+        note="a node of a visible pool",
+    ),
+    Door("poolctl role set osmo-PREFIX pool", VIEW_ROLE, CHANGE_CONFIG, acts_on="ROLE"),
+    Door("poolctl user create|set-roles|list", VIEW_USER, CHANGE_USER, acts_on="NAME"),
+    Door("poolctl token create --user NAME", VIEW_USER, CHANGE_USER, acts_on="NAME"),
+)

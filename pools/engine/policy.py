@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import PolicyError
+from .permissions import EVERYTHING, PROFILE_ANY, USE_POOL, VIEW_POOL
 
 EFFECTS = ("Allow", "Deny")
 _POLICY_FIELDS = ("effect", "actions", "resources")
@@ -118,7 +119,7 @@ def policies_from_legacy_actions(actions: list[dict]) -> tuple[Policy, ...]:
 
 
 _LEGACY_POOL_PATH = re.compile(r"/api/pool/([^/]+)")
-_LEGACY_POOL_ACTIONS = {"POST": "workflow:Create", "GET": "pool:Read", "*": "*"}
+_LEGACY_POOL_ACTIONS = {"POST": str(USE_POOL.action), "GET": str(VIEW_POOL.action), "*": EVERYTHING}
 
 
 def _legacy_policy(entry, index: int) -> Policy:
@@ -135,7 +136,7 @@ def _legacy_policy(entry, index: int) -> Policy:
     if pool and method in _LEGACY_POOL_ACTIONS:
         return Policy("Allow", (_LEGACY_POOL_ACTIONS[method],), (f"pool/{pool[1]}",))
     if path == "/api/profile" or path.startswith("/api/profile/"):
-        return Policy("Allow", ("profile:*",), ())
+        return Policy("Allow", (PROFILE_ANY,), ())
     return Policy("Allow", (f"http:{method}",), (f"http:{path}",))
 
 

@@ -23,6 +23,7 @@ from pools import cli, selectors, services
 from pools.choices import ChangeOrigin
 from pools.configs import parse_assignments, parse_config_type, parse_revision_ref, read_document
 from pools.engine.errors import AccessDenied, ConfigError, EngineError
+from pools.engine.permissions import DOORS
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
@@ -146,6 +147,7 @@ class Command(BaseCommand):
         p.add_argument("--resource", default="")
         _format_option(p)
         access.add_parser("sync", help="recompute every user's pool permissions from the role policies")
+        access.add_parser("doors", help="every door (endpoint, page, verb) and the permissions it needs, as Markdown")
 
         user = groups.add_parser("user", help="people and service accounts").add_subparsers(dest="verb", required=True)
         p = user.add_parser("create", help="create a user, or a service account that uses tokens only")
@@ -397,6 +399,9 @@ class Command(BaseCommand):
     def do_access_explain(self, o):
         result = access_selectors.access_explain(username=o["subject"], action=o["action"], resource=o["resource"])
         self.out(cli.as_json(result) if o["format"] == "json" else access_explain_text(result))
+
+    def do_access_doors(self, o):
+        self.out(cli.doors_markdown(DOORS))
 
     def do_access_sync(self, o):
         counts = services.pool_permissions_sync()
