@@ -38,7 +38,7 @@ from . import selectors, services
 from .choices import ChangeOrigin, ConfigType, PoolStatus
 from .configs import TYPE_LABELS, body_etag, normalize_body, users_of
 from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
-from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS, VIEW_CONFIG
+from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS
 from .forms import (
     DocumentForm,
     PoolForm,
@@ -401,8 +401,6 @@ def document_list(request, kind: str):
     """Pod templates, validation sets or roles the user may see, with the pools that use each one."""
     config_type, _, _ = document_kind(kind)
     objects = selectors.config_objects(config_type=config_type, user=request.user)
-    if not objects and not allows(request.user, VIEW_CONFIG, config_type):
-        raise Http404("not found")
     items = [
         {"name": item_name, "body": body, "used_by": visible_users_of(request, config_type, item_name)}
         for item_name, body in sorted(objects.items())
@@ -779,8 +777,6 @@ def roles(request):
     visible = [row["name"] for row in selectors.pool_list(user=request.user)]
     rows = selectors.role_reach(user=request.user, pool_names=visible)
     users = account_selectors.users_visible(principal=request.user)
-    if not rows and not users:
-        raise Http404("not found")
     context = {
         "rows": rows,
         "form": form,
