@@ -34,6 +34,14 @@ class RenderError(EngineError):
         self.variable = variable
 
 
+class RenderLimitError(RenderError):
+    """A render went past its budget: more than a second, or more than a million characters (SEMANTICS §7.3).
+
+    Unlike other render errors it does not depend on the request, so whoever renders many times (a check
+    over every node) stops at the first one instead of paying the budget again and again.
+    """
+
+
 class RuleError(EngineError):
     """A resource-validation rule set is malformed."""
 
