@@ -212,6 +212,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# Where `file` backends (and simulated backends' blueprints) may read inventories from; the demo's own
+# directory is allowed too (SEMANTICS §7.3).
+GPUPOOL_INVENTORY_DIR = Path(os.environ.get("GPUPOOL_INVENTORY_DIR") or VAR_DIR / "inventory")
+
 # Pool semantics that are deployment settings rather than per-object config (SEMANTICS.md §6).
 GPUPOOL = {
     # A pool is ONLINE while its backend's last successful contact is younger than this.
