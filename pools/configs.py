@@ -12,18 +12,17 @@ This module does not touch the database.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from typing import Any
 
-import yaml
-
 from .choices import BackendKind, ConfigType
-from .engine.errors import ConfigError, EngineError, Problem
+from .engine.documents import load_json, load_yaml
+from .engine.errors import ConfigError, DocumentError, EngineError, Problem
 from .engine.identity import SYNC_MODES
 from .engine.policy import parse_policies, policies_from_legacy_actions
 from .engine.quantities import parse_duration
 from .engine.validation import parse_rules
+from .inventory.files import FileTooLarge, read_bounded_text
 
 # Names of every config object and platform (no spaces or colons: Node.placements relies on it).
 NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
@@ -49,6 +48,9 @@ BUNDLE_KEYS = {
 
 POOL_TIMEOUTS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
 
+# Config files given to poolctl; request bodies are bounded by DATA_UPLOAD_MAX_MEMORY_SIZE instead.
+MAX_DOCUMENT_BYTES = 16 * 1024**2
+
 
 def parse_config_type(value: str) -> ConfigType:
     """Read a config type as users type it: any case, dashes or underscores (``pod-template``)."""
@@ -67,32 +69,27 @@ def parse_document(text: str, *, filename: str = "") -> Any:
     """Parse JSON or YAML text; a syntax error names the file, line and column.
 
     JSON is tried for ``.json`` files and for text that starts with ``{`` or ``[`` (so broken JSON gets
-    a JSON error, not a confusing YAML one); anything else is read as YAML.
+    a JSON error, not a confusing YAML one); anything else is read as YAML. Either is refused past the
+    bounds of ``engine.documents``: 64 levels of nesting, YAML aliases, numbers out of range, NUL.
     """
     label = filename or "document"
     stripped = text.lstrip()
-    if filename.endswith(".json") or stripped.startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{label}: invalid YAML{where}: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{label}: invalid YAML: {exc}") from None
+        if filename.endswith(".json") or stripped.startswith(("{", "[")):
+            return load_json(text)
+        return load_yaml(text)
+    except DocumentError as exc:
+        raise ConfigError(f"{label}: {exc}") from None
 
 
 def read_document(path: str) -> Any:
-    """Read and parse a file; a missing or unreadable file is a ConfigError, not a traceback."""
+    """Read and parse a file; a missing, unreadable or oversized file is a ConfigError, not a traceback."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = read_bounded_text(path, limit=MAX_DOCUMENT_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"file not found: {path}") from None
+    except FileTooLarge as exc:
+        raise ConfigError(f"cannot read {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     return parse_document(text, filename=path)

@@ -21,11 +21,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from drf_spectacular.views import SpectacularRedocView
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError
 from rest_framework.filters import OrderingFilter
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -44,6 +42,7 @@ from . import jobs, serializers
 from .conditional import etag_of, if_match_check, merge_patch
 from .errors import ConfigProblems, Conflict, bad_request, object_path, service_errors
 from .filters import PlatformFilterSet
+from .parsers import BoundedJSONParser
 from .permissions import require
 from .renderers import CSVRenderer
 
@@ -71,30 +70,10 @@ class Pagination(LimitOffsetPagination):
     max_limit = 1000
 
 
-def _holds_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
-    return False
-
-
-class TextJSONParser(JSONParser):
-    """JSON bodies whose strings hold no NUL character (PostgreSQL's JSON and text types refuse it)."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        if _holds_nul(data):
-            raise ParseError("JSON strings must not contain NUL characters (\\u0000)")
-        return data
-
-
 class ApiView:
     """What every endpoint of this API shares: JSON in and out, filters, ordering, pagination."""
 
-    parser_classes = [TextJSONParser]
+    parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     pagination_class = Pagination

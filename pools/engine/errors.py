@@ -15,6 +15,10 @@ class EngineError(ValueError):
     """Base class of every error the engine raises on bad input."""
 
 
+class DocumentError(EngineError):
+    """A JSON or YAML document cannot be read, or goes past what a document may hold (SEMANTICS §7.3)."""
+
+
 class QuantityError(EngineError):
     """A value is not a Kubernetes quantity (``8Gi``, ``500m``, ``2``)."""
 
