@@ -13,7 +13,7 @@ from datetime import timedelta
 
 TOKEN_PREFIX = "gpc_"
 DISPLAY_PREFIX_LENGTH = 12
-_LIFETIME = re.compile(r"(\d+)\s*([hdw])")
+_LIFETIME = re.compile(r"([0-9]{1,6})\s*([hdw])", re.ASCII)
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 MAX_LIFETIME = timedelta(days=366)
 

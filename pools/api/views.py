@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 from accounts.models import Role
 from pools import filtersets, selectors, services
 from pools.choices import ChangeOrigin, ConfigType
-from pools.configs import TYPE_LABELS, parse_config_type, split_document
+from pools.configs import TYPE_LABELS, parse_config_type, parse_revision_number, split_document
 from pools.engine.errors import ConfigError, NotFound, Problem
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
 from pools.models import ResourceValidation as ResourceValidationModel
@@ -707,6 +707,11 @@ class ConfigTypeView(ApiView, GenericAPIView):
             require(self.request.user, "config:Update", f"config/{config_type}")
         return config_type
 
+    def revision_number(self, revision: int) -> int:
+        """The URL's revision, held to what a revision number can be (an int column) like every other."""
+        with service_errors():
+            return parse_revision_number(str(revision), "revision")
+
 
 class ConfigDocumentView(ConfigTypeView):
     """A type's objects as one name-keyed document: read it, or post an OSMO file to create or replace objects."""
@@ -724,13 +729,11 @@ class ConfigDocumentView(ConfigTypeView):
     def get(self, request, config_type):
         config_type = self.config_type()
         revision = request.query_params.get("revision")
-        if revision is not None and not (revision.isdigit() and int(revision) > 0):
-            raise bad_request("must be a revision number", field="revision")
         with service_errors():
             document = selectors.config_show(
                 config_type=config_type,
                 name=request.query_params.get("name") or None,
-                revision=int(revision) if revision else None,
+                revision=parse_revision_number(revision, "revision") if revision is not None else None,
             )
         return Response(document)
 
@@ -802,9 +805,8 @@ class ConfigDiffView(ConfigTypeView):
         numbers = {}
         for key in ("from", "to"):
             value = request.query_params.get(key)
-            if value is not None and not (value.isdigit() and int(value) > 0):
-                raise bad_request("must be a revision number", field=key)
-            numbers[key] = int(value) if value else None
+            with service_errors():
+                numbers[key] = parse_revision_number(value, key) if value is not None else None
         if numbers["from"] is None:
             raise bad_request("the revision to diff from is required", field="from")
         with service_errors():
@@ -825,6 +827,7 @@ class RevisionView(ConfigTypeView):
     )
     def get(self, request, config_type, revision):
         config_type = self.config_type()
+        revision = self.revision_number(revision)
         with service_errors():
             found = selectors.config_revision_get(config_type=config_type, revision=revision)
         return Response(serializers.RevisionDetailSerializer(found).data)
@@ -841,6 +844,7 @@ class RevisionTagsView(ConfigTypeView):
     )
     def post(self, request, config_type, revision):
         config_type = self.config_type(write=True)
+        revision = self.revision_number(revision)
         options = serializers.TagRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():
@@ -865,6 +869,7 @@ class RevisionRollbackView(ConfigTypeView):
     )
     def post(self, request, config_type, revision):
         config_type = self.config_type(write=True)
+        revision = self.revision_number(revision)
         options = serializers.RollbackRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():
