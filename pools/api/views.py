@@ -42,6 +42,7 @@ from . import jobs, serializers
 from .conditional import etag_of, if_match_check, merge_patch
 from .errors import ConfigProblems, Conflict, bad_request, object_path, service_errors
 from .filters import PlatformFilterSet
+from .metadata import EndpointMetadata
 from .parsers import BoundedJSONParser
 from .permissions import require
 from .renderers import CSVRenderer
@@ -74,6 +75,7 @@ class ApiView:
     """What every endpoint of this API shares: JSON in and out, filters, ordering, pagination."""
 
     parser_classes = [BoundedJSONParser]
+    metadata_class = EndpointMetadata
     renderer_classes = [JSONRenderer]
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     pagination_class = Pagination
