@@ -480,4 +480,3 @@ class BoundedSandbox(SandboxedEnvironment):
         """``a ~ b ~ c``: the parts' sizes are checked before they are joined."""
         _at_most(sum(measure(value) for value in values))
         return _spent(markup_join(values) if markup else str_join(values))
-

@@ -163,8 +163,20 @@ def test_a_rule_too_costly_to_render_stops_the_whole_check_at_the_first_node():
     slow = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ K8_GPU }}"
     rules = parse_rules([{"operator": "LE", "left_operand": "1", "right_operand": slow}], source="costly")
     nodes = [
-        NodeResources(name=f"n{index}", cpu=1, gpu=8, memory=1, storage=1, free_cpu=1, free_gpu=8, free_memory=1,
-                      free_storage=1, gpu_product="x", available=True, reason="")
+        NodeResources(
+            name=f"n{index}",
+            cpu=1,
+            gpu=8,
+            memory=1,
+            storage=1,
+            free_cpu=1,
+            free_gpu=8,
+            free_memory=1,
+            free_storage=1,
+            gpu_product="x",
+            available=True,
+            reason="",
+        )
         for index in range(10)
     ]
     started = time.monotonic()
