@@ -1,16 +1,20 @@
-"""Request bodies refused before anything reads them (SEMANTICS §7.3).
+"""Requests refused before anything reads them (SEMANTICS §7.3).
 
 Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (or a form with too many fields) by raising
 while it is read, which happens in CSRF's check before any view runs; with ``DEBUG`` on it then answers
-its debug page. This middleware answers first, and cleanly: 413 for a body that is too large (in the
-API's error shape under ``/api/``, as a short text elsewhere), 400 for a form Django will not parse.
+its debug page. This middleware answers first, and cleanly: 413 for a body that is too large, 400 for a
+form Django will not parse, and 400 for a NUL character in the URL or a form (PostgreSQL cannot store or
+even compare text holding one, so it would fail in the database). Under ``/api/`` the answer has the API's
+error shape; pages get a short text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, QueryDict
 
 from pools.api.errors import errors_body
 
@@ -24,6 +28,14 @@ def _declared_length(request) -> int:
         return 0
 
 
+def _holds_nul(texts: Iterable[str]) -> bool:
+    return any("\x00" in text for text in texts)
+
+
+def _texts(query: QueryDict) -> Iterable[str]:
+    return (text for key, values in query.lists() for text in (key, *values))
+
+
 def _refusal(request, status: int, message: str) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return JsonResponse(errors_body([("", message)]), status=status)
@@ -35,7 +47,7 @@ def _too_large(request) -> HttpResponse:
 
 
 class RequestLimitsMiddleware:
-    """413 for a body larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE``; 400 for a page's form Django refuses."""
+    """413 for a body over the upload limit, 400 for NUL characters or a form Django refuses to parse."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -44,6 +56,8 @@ class RequestLimitsMiddleware:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if limit is not None and _declared_length(request) > limit:
             return _too_large(request)
+        if _holds_nul([request.path, *_texts(request.GET)]):
+            return _refusal(request, 400, "the URL must not contain NUL characters")
         return self.get_response(request)
 
     def process_view(self, request, view, args, kwargs):
@@ -52,9 +66,11 @@ class RequestLimitsMiddleware:
         if request.path.startswith(API_PREFIX):
             return None
         try:
-            request.POST  # noqa: B018 -- parsing is the point
+            fields = list(_texts(request.POST))
         except RequestDataTooBig:
             return _too_large(request)
         except (TooManyFieldsSent, TooManyFilesSent) as exc:
             return _refusal(request, 400, f"the form cannot be read: {exc}")
+        if _holds_nul(fields):
+            return _refusal(request, 400, "the form must not contain NUL characters")
         return None

@@ -118,6 +118,17 @@ def test_a_body_over_the_upload_limit_is_a_clean_413_on_pages(admin):
     assert snapshot() == before
 
 
+def test_nul_characters_in_a_url_or_a_form_are_a_clean_400(admin, client):
+    # PostgreSQL cannot even compare text holding NUL: /nodes/?q=%00 was a 500 there.
+    response = admin.get("/nodes/", {"q": "a\x00b"})
+    assert response.status_code == 400 and b"NUL" in response.content
+    response = admin.post("/config/templates/preview/", {"body": "spec: {}", "preview_pool": "team-a\x00"})
+    assert response.status_code == 400 and b"NUL" in response.content
+    api = admin.get("/api/pools/", {"name": "\x00"})
+    assert api.status_code == 400
+    assert api.json() == {"errors": [{"field": "", "message": "the URL must not contain NUL characters"}]}
+
+
 def test_a_form_with_too_many_fields_is_a_clean_400(admin):
     fields = {f"f{index}": "x" for index in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1)}
     response = admin.post("/config/templates/new/", fields)
