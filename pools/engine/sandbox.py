@@ -161,8 +161,16 @@ def render_within(template, variables: dict, budget: RenderBudget) -> str:
 # --- measuring values ------------------------------------------------------------------------------------
 
 
+def _exceeded(reason: str) -> BudgetExceeded:
+    """The error for ``reason``, remembered by the running render so that it fails even if something catches it."""
+    budget = _budget()
+    if budget is not None and budget.failure is None:
+        budget.failure = reason
+    return BudgetExceeded(reason)
+
+
 def _too_large(limit: int = RENDER_CHARACTERS) -> BudgetExceeded:
-    return BudgetExceeded(f"a value would exceed {limit:,} characters")
+    return _exceeded(f"a value would exceed {limit:,} characters")
 
 
 def measure(value: Any, limit: int = RENDER_CHARACTERS) -> int:
@@ -189,7 +197,7 @@ def measure(value: Any, limit: int = RENDER_CHARACTERS) -> int:
         if known is not None:
             return known
         if depth >= MAX_NESTING:
-            raise BudgetExceeded(f"a value nests deeper than {MAX_NESTING} levels")
+            raise _exceeded(f"a value nests deeper than {MAX_NESTING} levels")
         sizes[id(item)] = 5  # a list that holds itself prints as [...]
         parts = itertools.chain.from_iterable(item.items()) if isinstance(item, dict) else item
         total = 2
@@ -268,7 +276,7 @@ def _percent_format(template: str | bytes, values: Any) -> None:
     for match in _PERCENT_FIELD.finditer(text):
         width, precision = match[1] or "", match[2] or ""
         if "*" in (width, precision):
-            raise BudgetExceeded("a '%' format takes its width from its arguments ('*'); write the number")
+            raise _exceeded("a '%' format takes its width from its arguments ('*'); write the number")
         total += widest + _format_number(width) + _format_number(precision)
     _at_most(total)
 
@@ -282,7 +290,7 @@ def _brace_format(template: str, args: tuple, kwargs: dict) -> None:
         if field is None:
             continue
         if "{" in (spec or ""):
-            raise BudgetExceeded("a format takes a width from its arguments ('{:{}}'); write the number")
+            raise _exceeded("a format takes a width from its arguments ('{:{}}'); write the number")
         total += widest + sum(_format_number(number) for number in _WORD_NUMBER.findall(spec or ""))
     _at_most(total)
 
@@ -349,12 +357,12 @@ def _indented(value: Any, width: Any = 4, first: bool = False, blank: bool = Fal
 def _json_indent(value: Any, indent: Any = None) -> None:
     width = len(indent) if isinstance(indent, str) else indent
     if isinstance(width, int) and width > 99:
-        raise BudgetExceeded("tojson indents by at most 99 characters")
+        raise _exceeded("tojson indents by at most 99 characters")
 
 
 def _numeric_start(iterable: Any, attribute: Any = None, start: Any = 0) -> None:
     if isinstance(start, bool) or not isinstance(start, int | float):
-        raise BudgetExceeded("sum adds numbers; join strings with join")
+        raise _exceeded("sum adds numbers; join strings with join")
 
 
 # Filters whose cost is set by an argument, checked before they run (arguments as the template gives them).
@@ -422,7 +430,7 @@ def _power_bits(base, exponent) -> int:
 
 def _bits(bits: int) -> None:
     if bits > MAX_INT_BITS:
-        raise BudgetExceeded(f"a number would need more than {MAX_INT_BITS} bits")
+        raise _exceeded(f"a number would need more than {MAX_INT_BITS} bits")
 
 
 def _sequence_size(value: Any) -> int | None:
