@@ -10,10 +10,10 @@ import json
 import re
 from typing import Any
 
-import yaml
 from django import forms
 
 from .configs import INT32_MAX, NAME_RE, parse_document, variable_value
+from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
@@ -24,7 +24,7 @@ def document_text(value: Any, *, style: str = "yaml") -> str:
     """A document as people edit it: block YAML (keys in their order) or indented JSON."""
     if style == "json":
         return json.dumps(value, indent=2)
-    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+    return dump_yaml(value, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
 
 
 class DocumentField(forms.CharField):

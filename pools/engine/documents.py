@@ -180,6 +180,18 @@ class _BoundedLoader(_BoundedComposer, _EventSource, _JsonConstructor, _JsonReso
         _JsonResolver.__init__(self)
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """The safe dumper, writing a part that occurs twice out twice instead of as an anchor and an alias."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def dump_yaml(value: Any, **options) -> str:
+    """YAML for people to read and edit (``yaml.safe_dump``'s options), without aliases: ``load_yaml`` reads it."""
+    return yaml.dump(value, Dumper=_NoAliasDumper, **options)
+
+
 def load_yaml(text: str) -> Any:
     """Parse YAML text within the bounds above; raises ``DocumentError`` with the line and column it knows."""
     loader = _BoundedLoader(text)

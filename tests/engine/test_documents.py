@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pools.engine.documents import MAX_DEPTH, load_json, load_yaml
+from pools.engine.documents import MAX_DEPTH, dump_yaml, load_json, load_yaml
 from pools.engine.errors import DocumentError
 
 # A "billion laughs" of under 256 bytes, as reported: seven levels of nine aliases, 4.8 million leaves.
@@ -125,3 +125,11 @@ def test_any_storable_json_reads_back_as_itself(document):
             load_json(text)
     else:
         assert load_json(text) == document
+
+
+def test_yaml_written_for_people_has_no_aliases_so_it_reads_back():
+    shared = {"name": "user", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    document = {"spec": {"containers": [shared, shared]}}
+    text = dump_yaml(document, sort_keys=False)
+    assert "&" not in text and "*" not in text
+    assert load_yaml(text) == document
