@@ -91,7 +91,7 @@ def test_nested_range_loops_in_a_pod_template_stop_the_render_after_a_second(two
     assert time.monotonic() - started < 3
     started = time.monotonic()
     rendered = admin_api.post("/api/pools/team-a/render/", {}, format="json")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 2.5
     assert rendered.status_code == 400
     assert "rendering took more than 1 s" in errors_of(rendered)[0]["message"]
 

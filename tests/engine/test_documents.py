@@ -35,7 +35,7 @@ def test_yaml_aliases_are_refused_before_anything_is_expanded():
     started = time.monotonic()
     with pytest.raises(DocumentError, match=r"YAML aliases are not accepted \(line 2, column 8\)"):
         load_yaml(ALIAS_BOMB)
-    assert time.monotonic() - started < 0.1
+    assert time.monotonic() - started < 0.5
 
 
 def test_anchors_alone_are_harmless_and_accepted():

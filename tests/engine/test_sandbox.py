@@ -13,7 +13,7 @@ SOURCE = "pod template 'bomb'"
 BIG = "{% set a = 'x' * 100000 %}"
 
 
-def stops(template, variables=None, *, within: float = RENDER_SECONDS + 0.5) -> str:
+def stops(template, variables=None, *, within: float = RENDER_SECONDS + 1) -> str:
     """Render ``template``; assert it stops with a RenderLimitError soon enough, and return its message."""
     started = time.monotonic()
     with pytest.raises(RenderLimitError) as raised:
@@ -41,7 +41,7 @@ def test_the_time_budget_covers_every_string_of_the_template_together():
     started = time.monotonic()
     with pytest.raises(RenderLimitError, match="took more than 1 s"):
         render_pod_template([("bomb", {"spec": {f"k{n}": slow for n in range(20)}})], {})
-    assert time.monotonic() - started < RENDER_SECONDS + 0.5
+    assert time.monotonic() - started < RENDER_SECONDS + 1
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_the_time_budget_covers_every_string_of_the_template_together():
     ],
 )
 def test_values_larger_than_the_output_budget_are_refused_before_they_are_built(template):
-    assert f"{RENDER_CHARACTERS:,} characters" in stops(template, {"X": 1.0}, within=RENDER_SECONDS)
+    assert f"{RENDER_CHARACTERS:,} characters" in stops(template, {"X": 1.0})
 
 
 def test_the_output_is_counted_as_it_is_produced():
@@ -155,7 +155,7 @@ def test_measure_counts_shared_parts_each_time_but_walks_them_once():
     started = time.monotonic()
     with pytest.raises(BudgetExceeded):
         measure(items)
-    assert time.monotonic() - started < 0.1
+    assert time.monotonic() - started < 0.5
     assert measure(["ab", 1, None]) < 20
 
 
@@ -182,4 +182,4 @@ def test_a_rule_too_costly_to_render_stops_the_whole_check_at_the_first_node():
     started = time.monotonic()
     with pytest.raises(RenderLimitError, match="resource validation 'costly'"):
         check_request(rules, {}, nodes)
-    assert time.monotonic() - started < 2 * RENDER_SECONDS + 0.5
+    assert time.monotonic() - started < 2 * RENDER_SECONDS + 1

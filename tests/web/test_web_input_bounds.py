@@ -48,7 +48,7 @@ def test_the_256_byte_alias_bomb_of_the_report_is_refused_by_the_template_previe
     assert len(ALIAS_BOMB) <= 256
     started = time.monotonic()
     response = admin.post("/config/templates/preview/", {"body": ALIAS_BOMB, "template_name": "bomb"})
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 2
     assert response.status_code == 200 and len(response.content) < 10_000
     assert "YAML aliases are not accepted (line 2, column 8)" in response.content.decode()
 
