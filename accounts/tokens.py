@@ -14,7 +14,7 @@ from datetime import timedelta
 TOKEN_PREFIX = "gpc_"
 DISPLAY_PREFIX_LENGTH = 12
 # ASCII digits only, few of them: "99999999999999999999d" or "٣d" must not reach timedelta.
-_LIFETIME = re.compile(r"([0-9]{1,4})\s*([hdw])")
+_LIFETIME = re.compile(r"([0-9]{1,6})\s*([hdw])", re.ASCII)
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 MAX_LIFETIME = timedelta(days=366)
 

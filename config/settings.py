@@ -61,6 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "pools.middleware.RequestLimitsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -239,6 +240,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# Where `file` backends (and simulated backends' blueprints) may read inventories from; the demo's own
+# directory is allowed too (SEMANTICS §7.3).
+GPUPOOL_INVENTORY_DIR = Path(os.environ.get("GPUPOOL_INVENTORY_DIR") or VAR_DIR / "inventory")
 
 # Pool semantics that are deployment settings rather than per-object config (SEMANTICS.md §6).
 GPUPOOL = {

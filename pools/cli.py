@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
+from .engine.documents import dump_yaml
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -23,7 +23,7 @@ def as_json(data: Any) -> str:
 
 
 def as_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip()
+    return dump_yaml(data, sort_keys=False, default_flow_style=False).rstrip()
 
 
 def fraction(pair: dict) -> str:

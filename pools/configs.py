@@ -17,14 +17,14 @@ import json
 import re
 from typing import Any
 
-import yaml
-
 from .choices import BackendKind, ConfigType
-from .engine.errors import ConfigError, EngineError, Problem
+from .engine.documents import load_json, load_yaml
+from .engine.errors import ConfigError, DocumentError, EngineError, Problem
 from .engine.identity import SYNC_MODES
 from .engine.policy import parse_policies, policies_from_legacy_actions
 from .engine.quantities import parse_duration
 from .engine.validation import parse_rules
+from .inventory.files import FileTooLarge, inventory_path_problem, read_bounded_text
 
 # Names of every config object and platform (no spaces or colons: Node.placements relies on it).
 NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
@@ -50,6 +50,18 @@ BUNDLE_KEYS = {
 
 POOL_TIMEOUTS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
 
+# What the database columns hold (PostgreSQL's integer is 32-bit signed), so a value is refused, not overflowed.
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
+# A simulated fleet is generated in memory on every sync: a bound that still covers the largest clusters.
+MAX_SIMULATED_NODES = 100_000
+# Config files given to poolctl; request bodies are bounded by DATA_UPLOAD_MAX_MEMORY_SIZE instead.
+MAX_DOCUMENT_BYTES = 16 * 1024**2
+# Numbers as people type them for variables: short enough to be an int64 or a float without surprise.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+_DECIMAL_NUMBER = re.compile(r"-?[0-9]{1,18}\.[0-9]{1,18}", re.ASCII)
+_REVISION_NUMBER = re.compile(r"[0-9]{1,10}", re.ASCII)
+
 
 def parse_config_type(value: str) -> ConfigType:
     """Read a config type as users type it: any case, dashes or underscores (``pod-template``)."""
@@ -68,32 +80,27 @@ def parse_document(text: str, *, filename: str = "") -> Any:
     """Parse JSON or YAML text; a syntax error names the file, line and column.
 
     JSON is tried for ``.json`` files and for text that starts with ``{`` or ``[`` (so broken JSON gets
-    a JSON error, not a confusing YAML one); anything else is read as YAML.
+    a JSON error, not a confusing YAML one); anything else is read as YAML. Either is refused past the
+    bounds of ``engine.documents``: 64 levels of nesting, YAML aliases, numbers out of range, NUL.
     """
     label = filename or "document"
     stripped = text.lstrip()
-    if filename.endswith(".json") or stripped.startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{label}: invalid YAML{where}: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{label}: invalid YAML: {exc}") from None
+        if filename.endswith(".json") or stripped.startswith(("{", "[")):
+            return load_json(text)
+        return load_yaml(text)
+    except DocumentError as exc:
+        raise ConfigError(f"{label}: {exc}") from None
 
 
 def read_document(path: str) -> Any:
-    """Read and parse a file; a missing or unreadable file is a ConfigError, not a traceback."""
+    """Read and parse a file; a missing, unreadable or oversized file is a ConfigError, not a traceback."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = read_bounded_text(path, limit=MAX_DOCUMENT_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"file not found: {path}") from None
+    except FileTooLarge as exc:
+        raise ConfigError(f"cannot read {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     return parse_document(text, filename=path)
@@ -224,14 +231,18 @@ class _Reader:
             if key not in allowed:
                 self.fail(key, f"unknown field; expected one of {', '.join(sorted(allowed))}")
 
-    def string(self, key: str, default: str = "") -> str:
+    def string(self, key: str, default: str = "", max_length: int | None = None) -> str:
         value = self.body.get(key, default)
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             self.fail(key, "must be a string")
             return default
-        return str(value)
+        text = str(value)
+        if max_length is not None and len(text) > max_length:
+            self.fail(key, f"must be at most {max_length} characters")
+            return default
+        return text
 
     def boolean(self, key: str, default: bool = False) -> bool:
         value = self.body.get(key, default)
@@ -242,15 +253,16 @@ class _Reader:
             return default
         return value
 
-    def integer(self, key: str, default: int | None, minimum: int | None = None) -> int | None:
+    def integer(
+        self, key: str, default: int | None, minimum: int = INT32_MIN, maximum: int = INT32_MAX
+    ) -> int | None:
+        """A whole number between ``minimum`` and ``maximum``, by default what a database integer holds."""
         value = self.body.get(key, default)
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, "must be a whole number")
-            return default
-        if minimum is not None and value < minimum:
-            self.fail(key, f"must be at least {minimum}")
+        problem = whole_number_problem(value, minimum, maximum)
+        if problem:
+            self.fail(key, problem)
             return default
         return value
 
@@ -289,6 +301,15 @@ class _Reader:
             self.fail(key, "must be a list")
             return []
         return copy.deepcopy(value)
+
+
+def whole_number_problem(value: Any, minimum: int = INT32_MIN, maximum: int = INT32_MAX) -> str | None:
+    """Why ``value`` is not a whole number between ``minimum`` and ``maximum``, or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "must be a whole number"
+    if not minimum <= value <= maximum:
+        return f"must be a whole number from {minimum} to {maximum}"
+    return None
 
 
 def check_name(name: Any, where: str) -> list[Problem]:
@@ -333,19 +354,23 @@ def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
     normalized = {
         "description": reader.string("description"),
         "kind": kind,
-        "source": reader.string("source"),
-        "kubeconfig": reader.string("kubeconfig"),
-        "context": reader.string("context"),
+        "source": reader.string("source", max_length=1024),
+        "kubeconfig": reader.string("kubeconfig", max_length=1024),
+        "context": reader.string("context", max_length=256),
         "in_cluster": reader.boolean("in_cluster"),
         "seed": reader.integer("seed", None),
-        "size": reader.integer("size", None, minimum=0),
+        "size": reader.integer("size", None, minimum=0, maximum=MAX_SIMULATED_NODES),
         "node_conditions": conditions,
-        "pool_label": reader.string("pool_label", "osmo.pool") or "osmo.pool",
-        "priority_label": reader.string("priority_label", "osmo.priority") or "osmo.priority",
+        "pool_label": reader.string("pool_label", "osmo.pool", max_length=253) or "osmo.pool",
+        "priority_label": reader.string("priority_label", "osmo.priority", max_length=253) or "osmo.priority",
         "writable": reader.boolean("writable"),
     }
     if normalized["writable"] and kind != BackendKind.KUBERNETES:
         reader.fail("writable", "only a kubernetes backend can be writable")
+    if normalized["source"] and kind in (BackendKind.FILE, BackendKind.SIMULATED):
+        problem = inventory_path_problem(normalized["source"])
+        if problem:
+            reader.fail("source", problem)
     return normalized, reader.problems
 
 
@@ -425,8 +450,9 @@ def normalize_gpu_resources(reader: _Reader) -> dict:
     normalized_gpu = {}
     for key, default, minimum in (("guarantee", -1, -1), ("maximum", -1, -1), ("weight", 1, 0)):
         value = gpu.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            reader.fail(f"resources.gpu.{key}", f"must be a whole number of at least {minimum}")
+        problem = whole_number_problem(value, minimum)
+        if problem:
+            reader.fail(f"resources.gpu.{key}", problem)
             value = default
         normalized_gpu[key] = value
     if normalized_gpu["maximum"] >= 0 and normalized_gpu["guarantee"] > normalized_gpu["maximum"]:
@@ -449,7 +475,7 @@ def normalize_pool(body: Any, where: str, name: str) -> tuple[dict, list[Problem
         "common_default_variables": reader.variables("common_default_variables"),
         "common_resource_validations": reader.names("common_resource_validations"),
         "common_pod_template": reader.names("common_pod_template"),
-        **{key: reader.string(key) for key in POOL_TIMEOUTS},
+        **{key: reader.string(key, max_length=64) for key in POOL_TIMEOUTS},
         "default_exit_actions": reader.mapping("default_exit_actions"),
         "action_permissions": reader.mapping("action_permissions"),
         "resources": normalize_gpu_resources(reader),
@@ -581,30 +607,52 @@ def validate_state(state: dict) -> None:
         raise ConfigError(problems)
 
 
+def variable_value(text: str) -> int | float | str:
+    """A variable's value as typed (``--set USER_GPU=2``, the what-if form): a number when it reads as one.
+
+    Whole numbers of up to 18 ASCII digits become ints and decimals of up to 18 digits on each side floats;
+    anything else stays the string it is, for the rules to read as a quantity or to refuse.
+    """
+    value = text.strip()
+    if _WHOLE_NUMBER.fullmatch(value):
+        return int(value)
+    if _DECIMAL_NUMBER.fullmatch(value):
+        return float(value)
+    return value
+
+
 def parse_assignments(assignments: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs (``--set USER_GPU=2``) as variables; whole numbers become ints, the rest strings."""
+    """``KEY=VALUE`` pairs (``--set USER_GPU=2``) as variables, their values read by ``variable_value``."""
     values: dict[str, Any] = {}
     for item in assignments:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"'{item}' is not KEY=VALUE")
-        value = value.strip()
-        if re.fullmatch(r"-?\d+", value):
-            values[key] = int(value)
-        elif re.fullmatch(r"-?\d+\.\d+", value):
-            values[key] = float(value)
-        else:
-            values[key] = value
+        values[key] = variable_value(value)
     return values
+
+
+def parse_revision_number(text: str, field: str) -> int:
+    """A revision number as typed (``?revision=3``, ``POOL:3``): ASCII digits, from 1 to what the column holds.
+
+    Raises ``ConfigError`` naming ``field``. Every revision number a caller types goes through here.
+    """
+    if not _REVISION_NUMBER.fullmatch(text) or not 1 <= int(text) <= INT32_MAX:
+        raise ConfigError(f"'{text[:40]}' is not a revision number (1 to {INT32_MAX})", field=field)
+    return int(text)
 
 
 def parse_revision_ref(text: str) -> tuple[ConfigType, int]:
     """``POOL:3`` as (ConfigType.POOL, 3)."""
     type_text, sep, number = text.rpartition(":")
-    if not sep or not number.isdigit() or int(number) < 1:
+    if not sep:
         raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)")
-    return parse_config_type(type_text), int(number)
+    try:
+        revision = parse_revision_number(number, "revision")
+    except ConfigError:
+        raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)") from None
+    return parse_config_type(type_text), revision
 
 
 # --- versions of an object: ETags and merge patches ----------------------------------------------------

@@ -10,21 +10,21 @@ import json
 import re
 from typing import Any
 
-import yaml
 from django import forms
 
-from .configs import NAME_RE, parse_document
+from .configs import INT32_MAX, NAME_RE, parse_document, variable_value
+from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
-_LINE_RE = re.compile(r"line (\d+)")
+_LINE_RE = re.compile(r"line ([0-9]+)", re.ASCII)
 
 
 def document_text(value: Any, *, style: str = "yaml") -> str:
     """A document as people edit it: block YAML (keys in their order) or indented JSON."""
     if style == "json":
         return json.dumps(value, indent=2)
-    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+    return dump_yaml(value, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
 
 
 class DocumentField(forms.CharField):
@@ -145,10 +145,16 @@ class PoolForm(ChangeFields):
     default_queue_timeout = forms.CharField(required=False)
     max_queue_timeout = forms.CharField(required=False)
     gpu_guarantee = forms.IntegerField(
-        initial=-1, min_value=-1, label="GPU quota (guarantee)", help_text="-1: the node set's capacity."
+        initial=-1,
+        min_value=-1,
+        max_value=INT32_MAX,
+        label="GPU quota (guarantee)",
+        help_text="-1: the node set's capacity.",
     )
-    gpu_maximum = forms.IntegerField(initial=-1, min_value=-1, label="GPU maximum", help_text="-1: no maximum.")
-    gpu_weight = forms.IntegerField(initial=1, min_value=0, label="GPU weight")
+    gpu_maximum = forms.IntegerField(
+        initial=-1, min_value=-1, max_value=INT32_MAX, label="GPU maximum", help_text="-1: no maximum."
+    )
+    gpu_weight = forms.IntegerField(initial=1, min_value=0, max_value=INT32_MAX, label="GPU weight")
 
     # Where a service problem about a body field is shown (fields not listed here go above the form).
     FIELD_OF_BODY_KEY = {"resources": "gpu_guarantee", "name": "name"}
@@ -242,7 +248,7 @@ class WhatIfForm(forms.Form):
         self.fields["pool"].choices = [(name, name) for name in pools]
 
     def user_values(self) -> dict:
-        """The request as template variables (``USER_CPU`` …); whole numbers become numbers."""
+        """The request as template variables (``USER_CPU`` …); numbers become numbers (``variable_value``)."""
         values = {}
         for field, variable in (
             ("cpu", "USER_CPU"),
@@ -252,7 +258,7 @@ class WhatIfForm(forms.Form):
         ):
             text = (self.cleaned_data.get(field) or "").strip()
             if text:
-                values[variable] = int(text) if re.fullmatch(r"\d+", text) else text
+                values[variable] = variable_value(text)
         return values
 
 

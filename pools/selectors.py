@@ -404,7 +404,10 @@ def pool_check(*, pool_name: str, user, platform: str | None = None, user_values
                 reason=node.unavailable_reason,
             )
         )
-    verdict = check_request(rules, rendered["variables"], resources, platform=platform_name)
+    try:
+        verdict = check_request(rules, rendered["variables"], resources, platform=platform_name)
+    except EngineError as exc:  # a rule that costs more to render than a render may (SEMANTICS §7.3)
+        raise ConfigError(str(exc)) from None
     return {"pool": pool.name, "platform": platform_name, **verdict.as_dict()}
 
 

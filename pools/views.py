@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import wraps
@@ -36,7 +37,7 @@ from accounts.tokens import parse_lifetime
 
 from . import selectors, services
 from .choices import ChangeOrigin, ConfigType, PoolStatus
-from .configs import TYPE_LABELS, body_etag, normalize_body, users_of
+from .configs import TYPE_LABELS, body_etag, normalize_body, parse_revision_number, users_of
 from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
 from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS
 from .forms import (
@@ -57,6 +58,8 @@ OVERVIEW_POLL_SECONDS = 5
 NODES_PER_PAGE = 100
 USAGE_RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 SYNC_GIVE_UP = timedelta(minutes=2)
+# ``since=`` of a sync progress poll: the POSIX time the page put there, in ASCII digits.
+SYNC_REQUESTED_AT = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?", re.ASCII)
 PREVIEW_FIELDS = ("common_pod_template", "common_default_variables", "platforms")
 POOL_COLUMNS = [
     "name",
@@ -632,10 +635,13 @@ def backend_sync(request, name: str):
 def backend_sync_status(request, name: str):
     """Progress of a requested sync; answers 286 once it finished or failed, so htmx stops polling."""
     backend = selectors.backend_get(name, user=request.user)
+    text = request.GET.get("since", "")
     try:
-        since = datetime.fromtimestamp(float(request.GET.get("since", "")), tz=UTC)
-    except ValueError:
-        return HttpResponse("since= is needed", status=400)
+        since = datetime.fromtimestamp(float(text), tz=UTC) if SYNC_REQUESTED_AT.fullmatch(text) else None
+    except (ValueError, OverflowError, OSError):  # beyond the years a datetime holds
+        since = None
+    if since is None:
+        return HttpResponse("since= must be when the sync was requested, in seconds since 1970", status=400)
     state = "running"
     if backend.last_sync_at and backend.last_sync_at >= since:
         state = "done"
@@ -702,7 +708,11 @@ def visible_revision(request, config_type: str, revision: int):
     """The revision as the user may see it; 404 for an unknown type or a revision of nothing they may see."""
     if config_type not in ConfigType.values:
         raise Http404("no such revision")
-    return selectors.config_revision_get(config_type=ConfigType(config_type), revision=revision, user=request.user)
+    try:
+        number = parse_revision_number(str(revision), "revision")
+    except ConfigError as exc:  # a number no revision can have
+        raise Http404(str(exc)) from None
+    return selectors.config_revision_get(config_type=ConfigType(config_type), revision=number, user=request.user)
 
 
 @login_required

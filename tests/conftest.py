@@ -51,6 +51,14 @@ def login_throttling(settings):
     settings.AXES_ENABLED = True
 
 
+@pytest.fixture(autouse=True)
+def inventory_dir(settings, tmp_path):
+    """Each test's own inventory directory (GPUPOOL_INVENTORY_DIR): its temporary directory, where
+    ``cluster`` and the tests write the files their backends read."""
+    settings.GPUPOOL_INVENTORY_DIR = str(tmp_path)
+    return tmp_path
+
+
 @pytest.fixture
 def poolctl(db):
     """Run ``manage.py poolctl ...`` in-process; returns exit code, stdout and stderr."""
@@ -82,13 +90,13 @@ def actor():
 
 
 @pytest.fixture
-def cluster(db, tmp_path, actor):
+def cluster(db, inventory_dir, actor):
     """A file backend over a Kubernetes List the test writes; call it with items, it syncs and returns the backend."""
 
     def make(items, *, name="test-cluster", node_conditions=None):
         from kube_objects import write_list
 
-        path = write_list(tmp_path / f"{name}.json", items)
+        path = write_list(inventory_dir / f"{name}.json", items)
         body = {"kind": "file", "source": str(path)}
         if node_conditions is not None:
             body["node_conditions"] = node_conditions

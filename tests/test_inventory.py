@@ -71,10 +71,10 @@ class TestSync:
     def test_a_missing_file_changes_nothing_and_records_the_error(self, cluster, tmp_path):
         backend = cluster([node("n1"), pod("p1", node="n1", gpu=1)])
         (tmp_path / "test-cluster.json").unlink()
-        with pytest.raises(InventoryError, match="file not found"):
+        with pytest.raises(InventoryError, match="cannot read the inventory file"):
             services.backend_sync(backend=backend)
         backend.refresh_from_db()
-        assert "file not found" in backend.last_sync_error
+        assert "cannot read the inventory file" in backend.last_sync_error
         assert Node.objects.count() == 1 and Pod.objects.count() == 1
 
     def test_malformed_objects_are_skipped_or_read_leniently(self, cluster):

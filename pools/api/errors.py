@@ -3,7 +3,7 @@
 The services raise ``ConfigError`` (its ``problems`` carry the field paths) or ``NotFound``; DRF raises its
 own exceptions for bad JSON, missing credentials and the like. The handler here turns all of them into
 the same body, so a script reads one shape whatever went wrong: 400 bad input, 401/403 credentials,
-404 unknown or invisible, 405 method, 409 conflict, 412 stale ``If-Match``.
+404 unknown or invisible, 405 method, 409 conflict, 412 stale ``If-Match``, 413 a body too large.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -40,6 +42,15 @@ class Conflict(ConfigProblems):
     """The request is well formed but the current state refuses it (a template in use, an immutable role)."""
 
     status_code = status.HTTP_409_CONFLICT
+
+
+class PayloadTooLarge(exceptions.APIException):
+    """The body is larger than ``DATA_UPLOAD_MAX_MEMORY_SIZE``; it was not read further (SEMANTICS §7.3)."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+
+    def __init__(self):
+        super().__init__(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes")
 
 
 def bad_request(message: str, field: str = "") -> ConfigProblems:
@@ -119,6 +130,10 @@ def exception_handler(exc, context):
         exc = exceptions.PermissionDenied(*exc.args)
     elif isinstance(exc, AccessDenied):
         exc = exceptions.PermissionDenied(str(exc))
+    elif isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    elif isinstance(exc, SuspiciousOperation):  # too many form fields, and the like: the request is refused
+        exc = exceptions.ParseError(str(exc))
     elif isinstance(exc, NotFound):
         exc = ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND)
     elif isinstance(exc, Stale):

@@ -28,6 +28,7 @@ ERRORS_EVERYWHERE = {
 }
 ERRORS_ON_WRITES = {"409": "The current state refuses the change (in use, built in, immutable, exists)"}
 ERRORS_ON_CONDITIONAL = {"412": "If-Match names an ETag that is no longer current"}
+ERRORS_ON_BODIES = {"413": "The body is larger than the server reads (DATA_UPLOAD_MAX_MEMORY_SIZE)"}
 
 
 class ApiAutoSchema(AutoSchema):
@@ -42,6 +43,8 @@ class ApiAutoSchema(AutoSchema):
             codes.update(ERRORS_ON_WRITES)
         if self.method in ("PUT", "PATCH", "DELETE"):
             codes.update(ERRORS_ON_CONDITIONAL)
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes.update(ERRORS_ON_BODIES)
         for code, description in codes.items():
             if code not in responses:
                 response = self._get_response_for_code(ErrorSerializer, code, ["application/json"], direction)

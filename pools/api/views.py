@@ -9,7 +9,6 @@ all-or-nothing service call that records a revision.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
@@ -20,11 +19,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from drf_spectacular.views import SpectacularRedocView
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError
 from rest_framework.filters import OrderingFilter
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -34,7 +31,7 @@ from rest_framework.views import APIView
 from accounts.models import Role
 from pools import filtersets, jobs, selectors, services
 from pools.choices import ChangeOrigin, ConfigType
-from pools.configs import body_etag, merge_patch, parse_config_type
+from pools.configs import body_etag, merge_patch, parse_config_type, parse_revision_number
 from pools.engine.errors import ConfigError, Conflict, NotFound, Problem, Stale
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
 from pools.models import ResourceValidation as ResourceValidationModel
@@ -43,6 +40,8 @@ from . import serializers
 from .conditional import if_match, with_etag
 from .errors import ConfigProblems, bad_request, object_path, service_errors
 from .filters import PlatformFilterSet
+from .metadata import EndpointMetadata
+from .parsers import BoundedJSONParser
 from .renderers import CSVRenderer
 
 CHANGE_PARAMETERS = [
@@ -69,41 +68,14 @@ class Pagination(LimitOffsetPagination):
     max_limit = 1000
 
 
-def _holds_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
-    return False
-
-
-class TextJSONParser(JSONParser):
-    """JSON bodies whose strings hold no NUL character (PostgreSQL's JSON and text types refuse it)."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        if _holds_nul(data):
-            raise ParseError("JSON strings must not contain NUL characters (\\u0000)")
-        return data
-
-
 class ApiView:
     """What every endpoint of this API shares: JSON in and out, filters, ordering, pagination."""
 
-    parser_classes = [TextJSONParser]
+    parser_classes = [BoundedJSONParser]
+    metadata_class = EndpointMetadata
     renderer_classes = [JSONRenderer]
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     pagination_class = Pagination
-
-    def initial(self, request, *args, **kwargs):
-        # PostgreSQL cannot store or even compare text holding NUL, so such input is refused up front
-        # as bad input instead of failing in the database.
-        query = [text for key, values in request.GET.lists() for text in (key, *values)]
-        if any("\x00" in text for text in (request.path, *query)):
-            raise bad_request("the URL must not contain NUL characters")
-        super().initial(request, *args, **kwargs)
 
     def handle_exception(self, exc):
         # Errors are JSON whatever format a listing was asked in (?format=csv): one error shape for all.
@@ -736,6 +708,11 @@ class ConfigTypeView(ApiView, GenericAPIView):
     def config_type(self) -> ConfigType:
         return _config_type(self.kwargs["config_type"])
 
+    def revision_number(self, revision: int) -> int:
+        """The URL's revision, held to what a revision number can be (an int column) like every other."""
+        with service_errors():
+            return parse_revision_number(str(revision), "revision")
+
 
 class ConfigDocumentView(ConfigTypeView):
     """A type's objects as one name-keyed document: read it, or post an OSMO file to create or replace objects."""
@@ -753,14 +730,12 @@ class ConfigDocumentView(ConfigTypeView):
     def get(self, request, config_type):
         config_type = self.config_type()
         revision = request.query_params.get("revision")
-        if revision is not None and not (revision.isdigit() and int(revision) > 0):
-            raise bad_request("must be a revision number", field="revision")
         with service_errors():
             document = selectors.config_show(
                 config_type=config_type,
                 user=request.user,
                 name=request.query_params.get("name") or None,
-                revision=int(revision) if revision else None,
+                revision=parse_revision_number(revision, "revision") if revision is not None else None,
             )
         return Response(document)
 
@@ -830,9 +805,8 @@ class ConfigDiffView(ConfigTypeView):
         numbers = {}
         for key in ("from", "to"):
             value = request.query_params.get(key)
-            if value is not None and not (value.isdigit() and int(value) > 0):
-                raise bad_request("must be a revision number", field=key)
-            numbers[key] = int(value) if value else None
+            with service_errors():
+                numbers[key] = parse_revision_number(value, key) if value is not None else None
         if numbers["from"] is None:
             raise bad_request("the revision to diff from is required", field="from")
         with service_errors():
@@ -855,6 +829,7 @@ class RevisionView(ConfigTypeView):
     )
     def get(self, request, config_type, revision):
         config_type = self.config_type()
+        revision = self.revision_number(revision)
         with service_errors():
             found = selectors.config_revision_get(config_type=config_type, revision=revision, user=request.user)
         return Response(serializers.RevisionDetailSerializer(found).data)
@@ -871,6 +846,7 @@ class RevisionTagsView(ConfigTypeView):
     )
     def post(self, request, config_type, revision):
         config_type = self.config_type()
+        revision = self.revision_number(revision)
         options = serializers.TagRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():
@@ -896,6 +872,7 @@ class RevisionRollbackView(ConfigTypeView):
     )
     def post(self, request, config_type, revision):
         config_type = self.config_type()
+        revision = self.revision_number(revision)
         options = serializers.RollbackRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():

@@ -15,6 +15,10 @@ class EngineError(ValueError):
     """Base class of every error the engine raises on bad input."""
 
 
+class DocumentError(EngineError):
+    """A JSON or YAML document cannot be read, or goes past what a document may hold (SEMANTICS §7.3)."""
+
+
 class QuantityError(EngineError):
     """A value is not a Kubernetes quantity (``8Gi``, ``500m``, ``2``)."""
 
@@ -32,6 +36,14 @@ class RenderError(EngineError):
     def __init__(self, message: str, *, variable: str | None = None):
         super().__init__(message)
         self.variable = variable
+
+
+class RenderLimitError(RenderError):
+    """A render went past its budget: more than a second, or more than a million characters (SEMANTICS §7.3).
+
+    Unlike other render errors it does not depend on the request, so whoever renders many times (a check
+    over every node) stops at the first one instead of paying the budget again and again.
+    """
 
 
 class RuleError(EngineError):

@@ -32,7 +32,8 @@ _TOKEN = re.compile(
     r"(?P<quantity>(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[eE][+-]?\d+|[numkMGTPE])?(?![A-Za-z0-9_.]))"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<symbol>[-+*/()])"
-    r")"
+    r")",
+    re.ASCII,
 )
 
 # Fifty significant digits and exponents up to 999 are far beyond any byte count; the traps turn what would

@@ -19,7 +19,8 @@ _BINARY_SUFFIXES = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 # The exponent alternative is tried before the SI letters so that "1E3" is 1000 while "1E" alone is exa.
 _QUANTITY = re.compile(
     r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<binary>[KMGTPE]i)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>[numkMGTPE]?))"
+    r"(?:(?P<binary>[KMGTPE]i)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>[numkMGTPE]?))",
+    re.ASCII,
 )
 
 # Bounds keep every parsed value exact under _EXACT (no rounding ever happens) and stop a hostile
@@ -121,8 +122,11 @@ def format_quantity(value: Decimal | int) -> str:
     return format(value, "f")
 
 
-_COMPACT_DURATION = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?")
-_ISO_DURATION = re.compile(r"P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+# Digits are ASCII only: str.isdigit() and \d also accept "²" or "٣", which int() then refuses or misreads.
+_COMPACT_DURATION = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", re.ASCII)
+_ISO_DURATION = re.compile(r"P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.ASCII)
+_SECONDS = re.compile(r"[0-9]+", re.ASCII)
+_MAX_DURATION_LENGTH = 64
 
 
 def parse_duration(value: str | int) -> datetime.timedelta:
@@ -140,7 +144,9 @@ def parse_duration(value: str | int) -> datetime.timedelta:
     if not isinstance(value, str):
         raise DurationError(f"'{value!r}' is not a duration")
     text = value.strip()
-    if text.isdigit():
+    if len(text) > _MAX_DURATION_LENGTH:
+        raise DurationError(f"'{text[:20]}…' is not a duration (it is longer than {_MAX_DURATION_LENGTH} characters)")
+    if _SECONDS.fullmatch(text):
         return _timedelta(value, seconds=int(text))
     match = None
     if text[:1] in ("P", "p"):

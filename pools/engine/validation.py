@@ -4,6 +4,9 @@ A rule compares two operands with ``EQ NE LT LE GT GE``. Operands are rendered l
 ``expressions.evaluate_operand``. A rule whose operands mention a ``K8_*`` variable is checked on every
 node; the request passes when every other rule passes once and at least one available node passes all of
 the per-node rules. A rule never raises while being checked: a bad operand is a failed rule with a message.
+The one exception is an operand or message that costs more to render than a render may (``RenderLimitError``,
+SEMANTICS §7.3): it is the rule that is broken, not the request, and rendering it again on every node would
+multiply the cost, so the check stops there.
 """
 
 import dataclasses
@@ -14,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .errors import ExpressionError, RenderError, RuleError
+from .errors import ExpressionError, RenderError, RenderLimitError, RuleError
 from .expressions import Expression, compile_expression, evaluate_operand
 from .quantities import format_quantity, parse_quantity
 from .variables import render_value
@@ -187,7 +190,7 @@ def evaluate_rule(rule: Rule, variables: Mapping) -> str | None:
 
     The message is the rule's ``assert_message`` rendered with the same variables, or a generic one when
     it has none or cannot be rendered. An operand that is undefined, null or not a quantity gives a message
-    that names it. Never raises.
+    that names it. Raises only ``RenderLimitError``.
     """
     left, left_failure = _evaluate_side(rule, "left", variables)
     if left_failure:
@@ -208,6 +211,8 @@ def _evaluate_side(rule: Rule, side: str, variables: Mapping) -> tuple[Decimal |
     described = f"{_where(rule)}: {side} operand '{text}'"
     try:
         rendered = render_value(text, variables, source=_where(rule))
+    except RenderLimitError:
+        raise
     except RenderError as error:
         if error.variable:
             return None, f"{described} uses variable {error.variable}, which is not defined"
@@ -233,6 +238,8 @@ def _compare(rule: Rule, left: Decimal, right: Decimal, scope) -> str | None:
     if rule.assert_message:
         try:
             message = render_value(rule.assert_message, scope(), source=_where(rule))
+        except RenderLimitError:
+            raise
         except RenderError:
             message = None
         if message is not None and str(message).strip():
@@ -298,6 +305,8 @@ def _prepare_operand(rule: Rule, side: str, variables: Mapping) -> _PreparedOper
         return prepared
     try:
         rendered = render_value(text, {**variables, **_PLACEHOLDERS}, source=_where(rule))
+    except RenderLimitError:
+        raise
     except RenderError:
         return prepared
     # Each substitution must have printed exactly one placeholder (no loops, comments or raw blocks).
@@ -318,7 +327,8 @@ def check_request(
     Static rules are checked once with ``variables``; per-node rules on each available node with
     ``variables`` plus ``node_variables(node)``. The request passes when every static rule passes and at
     least one available node passes every per-node rule. ``nodes`` of the verdict lists every node, an
-    unavailable one as failed with its reason. Never raises on bad operands.
+    unavailable one as failed with its reason. Never raises on bad operands; raises ``RenderLimitError`` when a
+    rule costs more to render than a render may.
     """
     errors = [message for rule in rules if not rule_is_per_node(rule) and (message := evaluate_rule(rule, variables))]
     prepared = [

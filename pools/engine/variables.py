@@ -1,7 +1,8 @@
 """Variables and template rendering (SEMANTICS §3).
 
 Template strings are Jinja2, rendered in a sandbox with strict undefined so that a typo in a variable name
-is an error that names the variable and the template, never a silently empty string.
+is an error that names the variable and the template, never a silently empty string. Each render of a value
+(a whole pod template, all its strings) has a budget of time and output (``sandbox.py``, SEMANTICS §7.3).
 """
 
 import functools
@@ -9,43 +10,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from jinja2 import StrictUndefined, TemplateError, UndefinedError
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
+from jinja2.sandbox import SecurityError
 
-from .errors import RenderError
+from .errors import RenderError, RenderLimitError
 from .merge import copy_json, merge_pod_templates
+from .sandbox import BoundedSandbox, BudgetExceeded, RenderBudget, render_within
 
 BUILTIN_DEFAULTS = {"USER_CONTAINER_NAME": "user"}
-
-# Limits on the two operators that let a short template allocate without bound ("{{ 'x' * 10**9 }}").
-_MAX_REPEAT_LENGTH = 1_000_000
-_MAX_POWER_BITS = 4096
-
-
-def _power_bits(base, exponent) -> int:
-    """Return roughly how many bits ``base ** exponent`` needs when both are ints, else 0."""
-    if isinstance(base, int) and isinstance(exponent, int) and abs(base) > 1 and exponent > 0:
-        return base.bit_length() * exponent
-    return 0
-
-
-class _BoundedSandbox(SandboxedEnvironment):
-    """A sandbox that also refuses huge string/list repetition and huge powers.
-
-    Intercepting the operators also keeps Jinja from constant-folding them at compile time, where the
-    cost would be paid before any check could run.
-    """
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context, operator, left, right):
-        if operator == "*":
-            for sequence, count in ((left, right), (right, left)):
-                repeats = isinstance(sequence, str | list | tuple) and isinstance(count, int)
-                if repeats and len(sequence) * count > _MAX_REPEAT_LENGTH:
-                    raise SecurityError("repetition result is too large")
-        if operator == "**" and _power_bits(left, right) > _MAX_POWER_BITS:
-            raise SecurityError("power result is too large")
-        return super().call_binop(context, operator, left, right)
 
 
 def _printable(value):
@@ -53,7 +24,7 @@ def _printable(value):
     return "" if value is None else value
 
 
-_ENVIRONMENT = _BoundedSandbox(
+_ENVIRONMENT = BoundedSandbox(
     undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, finalize=_printable
 )
 
@@ -92,20 +63,28 @@ def render_value(value, variables: Mapping, *, source: str):
     Dict values, dict keys and list items are rendered; other scalars are kept. A rendered string stays a
     string (``"{{ USER_GPU }}"`` with ``USER_GPU=2`` gives ``"2"``): Kubernetes wants strings for env values,
     labels and node selectors, and reads quantities from strings too. ``source`` (``"pod template 'a100'"``)
-    is named in every error. Raises only ``RenderError``.
+    is named in every error. Raises only ``RenderError``; ``RenderLimitError`` when the whole render takes
+    more than a second or outputs more than a million characters.
     """
+    try:
+        return _render(value, variables, source, RenderBudget())
+    except BudgetExceeded as exceeded:
+        raise RenderLimitError(f"template stopped: {exceeded} (in {source})") from None
+
+
+def _render(value, variables: Mapping, source: str, budget: RenderBudget):
     if isinstance(value, str):
-        return _render_string(value, variables, source)
+        return _render_string(value, variables, source, budget)
     if isinstance(value, Mapping):
         rendered: dict = {}
         for key, item in value.items():
-            new_key = _render_key(key, variables, source) if isinstance(key, str) else key
+            new_key = _render_string(key, variables, source, budget) if isinstance(key, str) else key
             if new_key in rendered:
                 raise RenderError(f"key '{key}' renders to '{new_key}', which is already a key (in {source})")
-            rendered[new_key] = render_value(item, variables, source=source)
+            rendered[new_key] = _render(item, variables, source, budget)
         return rendered
     if isinstance(value, list | tuple):
-        return [render_value(item, variables, source=source) for item in value]
+        return [_render(item, variables, source, budget) for item in value]
     return copy_json(value)
 
 
@@ -124,25 +103,23 @@ def _needs_rendering(text: str) -> bool:
     return "{{" in text or "{%" in text
 
 
-def _render_string(text: str, variables: Mapping, source: str):
+def _render_string(text: str, variables: Mapping, source: str, budget: RenderBudget):
     if not _needs_rendering(text):
         return text
-    return _compiled(text)(variables, source)
-
-
-def _render_key(key: str, variables: Mapping, source: str) -> str:
-    return _render_string(key, variables, source)
+    rendered = _compiled(text)(variables, source, budget)
+    budget.spend_output(len(rendered))
+    return rendered
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(text: str) -> Callable[[Mapping, str], object]:
+def _compiled(text: str) -> Callable[[Mapping, str, RenderBudget], str]:
     """Return a renderer for ``text``; cached because the same template strings render on every request."""
     single = _SINGLE_VARIABLE.fullmatch(text)
     if single and single[1] not in _JINJA_LITERALS:
         name = single[1]
 
         # The common case, one bare variable, skips Jinja and prints the value as Jinja would.
-        def variable_text(variables: Mapping, source: str) -> str:
+        def variable_text(variables: Mapping, source: str, budget: RenderBudget) -> str:
             if name not in variables:
                 raise _undefined(name, source)
             value = _printable(variables[name])
@@ -156,13 +133,13 @@ def _compiled(text: str) -> Callable[[Mapping, str], object]:
         # Keep the compile error (it does not depend on the variables) but name each caller's source.
         reason = str(error)
 
-        def invalid(variables: Mapping, source: str):
+        def invalid(variables: Mapping, source: str, budget: RenderBudget):
             raise RenderError(f"{reason} (in {source})")
 
         return invalid
 
-    def rendered(variables: Mapping, source: str) -> str:
-        return _run_template(template, variables, source)
+    def rendered(variables: Mapping, source: str, budget: RenderBudget) -> str:
+        return _run_template(template, variables, source, budget)
 
     return rendered
 
@@ -176,9 +153,11 @@ def _compile_template(text: str):
         raise RenderError(f"template cannot be compiled: {error}") from None
 
 
-def _run_template(template, variables: Mapping, source: str) -> str:
+def _run_template(template, variables: Mapping, source: str, budget: RenderBudget) -> str:
     try:
-        return template.render(variables)
+        return render_within(template, variables, budget)
+    except BudgetExceeded:
+        raise
     except UndefinedError as error:
         match = _UNDEFINED_NAME.match(str(error.message))
         if match:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pools.choices import BackendKind
-from pools.configs import read_document
+from pools.configs import parse_document
 from pools.engine.errors import ConfigError
 
+from .files import read_inventory_text
 from .records import Inventory, InventoryError, add_objects, inventory_from_list, paused_gc
 from .wire import decode_event, decode_list
 
@@ -59,6 +60,14 @@ class InventorySource(Protocol):
         """Batches of changes after ``resource_versions`` until ``stop`` is set; raises WatchExpired on 410."""
 
 
+def read_inventory_document(path: str):
+    """The parsed inventory file at ``path``, read only where inventories may be (``files.py``)."""
+    try:
+        return parse_document(read_inventory_text(path), filename=path)
+    except ConfigError as exc:
+        raise InventoryError(str(exc)) from None
+
+
 class FileSource:
     """A Kubernetes List file (JSON or YAML) standing in for a cluster; it has no watch."""
 
@@ -68,11 +77,7 @@ class FileSource:
     def list_inventory(self) -> Inventory:
         if not self.path:
             raise InventoryError("this file backend has no source path configured")
-        try:
-            document = read_document(self.path)
-        except ConfigError as exc:
-            raise InventoryError(str(exc)) from None
-        return inventory_from_list(document)
+        return inventory_from_list(read_inventory_document(self.path))
 
     def watch(self, resource_versions, stop):
         raise InventoryError("a file backend cannot be watched; sync it instead")
@@ -316,10 +321,7 @@ class SimulatedSource:
 
         blueprint = None
         if blueprint_path:
-            try:
-                blueprint = blueprint_from_list(read_document(blueprint_path))
-            except ConfigError as exc:
-                raise InventoryError(str(exc)) from None
+            blueprint = blueprint_from_list(read_inventory_document(blueprint_path))
         self.fleet = SimulatedFleet(
             seed=seed, size=size, blueprint=blueprint, pool_labels=None if callable(pool_labels) else pool_labels
         )

@@ -88,7 +88,8 @@ def config_apply(
     ``poolctl``, admin). Under the config write lock it reads the current state, builds ``changes`` from it
     when given a function (a read-modify-write such as a merge patch), checks ``expect`` (409 ``Conflict``
     when a create finds the name taken, 412 ``Stale`` when If-Match names another version), asks the gate
-    (``authorize_change``: 404 for what the actor may not see, 403 for what they may not do, no escalation),
+    (``authorize_names`` and ``authorize_change``: 404 for what the actor may not see, 403 for what they may
+    not do, no escalation),
     validates the resulting state, and writes only the difference with one revision per changed type.
 
     Raises before anything is written. Returns the revisions recorded (none when nothing changed);
@@ -97,7 +98,10 @@ def config_apply(
     with transaction.atomic():
         config_write_lock()
         current = selectors.config_state()
-        proposed = _normalized(changes(current) if callable(changes) else changes, normalized)
+        requested = changes(current) if callable(changes) else changes
+        requested = {ConfigType(config_type): entries for config_type, entries in requested.items()}
+        authorize_names(actor, requested)
+        proposed = _normalized(requested, normalized)
         authorize_change(actor, current, proposed)
         _check_expectations(current, expect or {})
         state = copy.deepcopy(current)
@@ -178,12 +182,27 @@ def _check_expectations(current: dict, expect: Mapping[tuple[ConfigType, str], E
             raise Stale(f"{label} changed since it was read (If-Match does not match its ETag); read it again")
 
 
-def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
-    """The gate's verdict on a change (SEMANTICS.md §7.1), the same whatever door the change came through.
+def authorize_names(actor: Actor, requested: Changes) -> None:
+    """The gate's first verdict on a change (SEMANTICS.md §7.1), before its bodies are even read.
 
     - An object the actor may not see does not exist for them: a change naming it is a 404 (``NotFound``),
       whether it exists or not, so the answer tells nothing about what the actor may not see.
     - Changing a config type needs ``CHANGE_CONFIG`` on it (403).
+    """
+    principal = actor.principal
+    if is_system(principal):
+        return
+    for config_type, entries in requested.items():
+        label = TYPE_LABELS[config_type]
+        for name in entries:
+            if not visible_object(principal, config_type, str(name)):
+                raise NotFound(f"{label} '{name}' does not exist")
+        require(principal, CHANGE_CONFIG, config_type, what=f"changing {label}s")
+
+
+def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
+    """The gate's verdict on what the change's bodies say, the same whatever door the change came through.
+
     - A pool may newly refer only to backends, templates and validations the actor may see (their absence
       is reported as for a missing object).
     - No escalation: a role after the change may allow nothing the actor is not allowed (403).
@@ -191,12 +210,6 @@ def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
     principal = actor.principal
     if is_system(principal):
         return
-    for config_type, entries in proposed.items():
-        label = TYPE_LABELS[config_type]
-        for name in entries:
-            if not visible_object(principal, config_type, name):
-                raise NotFound(f"{label} '{name}' does not exist")
-        require(principal, CHANGE_CONFIG, config_type, what=f"changing {label}s")
     problems = []
     for name, body in proposed.get(ConfigType.POOL, {}).items():
         if body is None:

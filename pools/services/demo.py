@@ -9,13 +9,12 @@ from django.db import transaction
 from pools import selectors
 from pools.choices import ConfigType
 from pools.configs import read_document
+from pools.inventory.files import DEMO_DIR
 from pools.models import Backend, Pool
 
 from .actors import SYSTEM, Actor
 from .config import config_apply, config_import
 from .inventory import backend_sync
-
-DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "demo")
 
 
 def demo_install(*, actor: Actor = SYSTEM) -> bool:

@@ -504,7 +504,7 @@ def _newer(incoming: str, stored: str | None) -> bool:
     """Whether an event's version is newer than the stored one; unknown orders count as newer."""
     if stored is None:
         return True
-    if incoming.isdigit() and stored.isdigit():
+    if incoming.isascii() and incoming.isdigit() and stored.isascii() and stored.isdigit():
         return int(incoming) > int(stored)
     return incoming != stored
 

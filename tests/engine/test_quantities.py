@@ -160,6 +160,19 @@ def test_bad_durations_are_rejected_naming_the_value(value):
     assert str(value) in str(raised.value)
 
 
+@pytest.mark.parametrize("value", ["²", "2²", "٣", "３h", "1²d", "PT²H", "9" * 5000, "9" * 5000 + "s"])
+def test_durations_read_ascii_digits_only_and_refuse_absurd_lengths(value):
+    # str.isdigit() accepts "²", which int() then refuses: that was a 500 on a pool's timeout (SEMANTICS §7.3).
+    with pytest.raises(DurationError):
+        parse_duration(value)
+
+
+@pytest.mark.parametrize("value", ["٣", "２Gi", "1e٣", "¹"])
+def test_quantities_read_ascii_digits_only(value):
+    with pytest.raises(QuantityError):
+        parse_quantity(value)
+
+
 def test_absurdly_long_duration_is_a_duration_error_not_an_overflow():
     with pytest.raises(DurationError):
         parse_duration(10**20)

@@ -12,12 +12,14 @@ def test_a_list_page_decodes_to_the_same_records_as_full_json():
     items = [pod(f"p{i}", node="n1", gpu=1, pool="team-a", init_gpu=2) for i in range(3)]
     for version, item in enumerate(items, 1):
         item["metadata"]["resourceVersion"] = str(version)
-    data = json.dumps({"kind": "PodList", "metadata": {"resourceVersion": "42", "continue": "next"},
-                       "items": items}).encode()
+    data = json.dumps(
+        {"kind": "PodList", "metadata": {"resourceVersion": "42", "continue": "next"}, "items": items}
+    ).encode()
     decoded, version, token = decode_list("pods", data)
     assert (version, token) == ("42", "next")
     assert [pod_record(d, [], trust_resource_version=True) for d in decoded] == [
-        pod_record(i, [], trust_resource_version=True) for i in items]
+        pod_record(i, [], trust_resource_version=True) for i in items
+    ]
     assert "image" not in json.dumps(decoded)  # only the fields the product reads are kept
 
 

@@ -130,13 +130,19 @@ def test_a_user_without_roles_sees_an_empty_overview_and_no_pool(as_nobody):
         "/pools/robotics-training/usage/",
         "/pools/robotics-training/edit/",
         "/nodes/?pool=robotics-training",
-        "/config/templates/",
         "/history/POOL/1/",
-        "/access/",
     ],
 )
 def test_what_a_team_role_may_not_see_is_not_found(as_team, url):
     assert as_team.get(url).status_code == 404
+
+
+@pytest.mark.parametrize("url", ["/config/templates/", "/access/"])
+def test_lists_show_a_team_role_only_what_it_may_see(as_team, url):
+    page = as_team.get(url)
+    assert page.status_code == 200
+    content = page.content.decode()
+    assert "training_optimized" not in content and "robotics-training" not in content and "osmo-admin" not in content
 
 
 def test_a_team_role_reads_its_pool_but_cannot_change_it(as_team):

@@ -6,6 +6,7 @@ line on stderr with exit status 1; usage errors exit 2 (argparse).
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import logging
 import os
@@ -21,7 +22,13 @@ from accounts import services as access_services
 from accounts.tokens import parse_lifetime
 from pools import cli, selectors, services
 from pools.choices import ChangeOrigin
-from pools.configs import parse_assignments, parse_config_type, parse_revision_ref, read_document
+from pools.configs import (
+    parse_assignments,
+    parse_config_type,
+    parse_revision_number,
+    parse_revision_ref,
+    read_document,
+)
 from pools.engine.errors import AccessDenied, ConfigError, EngineError
 from pools.engine.permissions import DOORS
 from pools.inventory.records import InventoryError
@@ -32,6 +39,14 @@ logger = logging.getLogger(__name__)
 
 class Error(CommandError):
     """Printed by Django as ``Error: <message>`` on one line, exit status 1."""
+
+
+def revision_argument(text: str) -> int:
+    """``--revision N``, read like every revision number (a usage error otherwise)."""
+    try:
+        return parse_revision_number(text, "--revision")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.problems[0].message) from None
 
 
 def _format_option(parser):
@@ -67,7 +82,7 @@ class Command(BaseCommand):
         p = config.add_parser("show", help="print objects as they are, or were at a revision")
         p.add_argument("type")
         p.add_argument("name", nargs="?")
-        p.add_argument("--revision", "-r", type=int)
+        p.add_argument("--revision", "-r", type=revision_argument)
         _format_option(p)
         p = config.add_parser("history", help="list revisions")
         p.add_argument("type", nargs="?")

@@ -1,0 +1,91 @@
+"""Which files an inventory may be read from, and reading them within bounds (SEMANTICS §7.3).
+
+A ``file`` backend's ``source`` (and a ``simulated`` backend's blueprint) names a file on the server, so
+whoever may write a backend could otherwise make the console read ``/etc/shadow`` (and learn from the
+answer whether it exists) or ``/dev/zero`` (and fill its memory). Sources must therefore resolve, symlinks
+followed, below ``GPUPOOL_INVENTORY_DIR`` or the demo's own directory. That is checked when a backend is
+written and again when the file is read; a file outside, missing or unreadable gets the same answer.
+Only regular files of at most ``MAX_INVENTORY_BYTES`` are read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from django.conf import settings
+
+from .records import InventoryError
+
+MAX_INVENTORY_BYTES = 256 * 1024**2
+# The demo's inventories, always readable: `make run` builds its backends on them.
+DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"
+
+
+class FileTooLarge(ValueError):
+    """A file is larger than the caller reads."""
+
+
+def inventory_dirs() -> list[str]:
+    """The directories inventory files may be read from, symlinks resolved."""
+    return [os.path.realpath(directory) for directory in (settings.GPUPOOL_INVENTORY_DIR, DEMO_DIR)]
+
+
+def _allowed_location(path: str) -> str | None:
+    """``path`` with symlinks resolved, if that lies below an inventory directory; None otherwise."""
+    try:
+        real = os.path.realpath(path)
+    except ValueError:  # a NUL character: no file has that name
+        return None
+    for directory in inventory_dirs():
+        if os.path.commonpath([real, directory]) == directory and real != directory:
+            return real
+    return None
+
+
+def _place_message() -> str:
+    first, *others = inventory_dirs()
+    return f"must be a file under the inventory directory {first}" + "".join(f" (or {other})" for other in others)
+
+
+def inventory_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be an inventory source, or None. Does not look at the file: it may come later."""
+    return None if _allowed_location(path) else _place_message()
+
+
+def read_bounded_text(path: str, *, limit: int) -> str:
+    """The UTF-8 text of the regular file at ``path``, refused past ``limit`` bytes.
+
+    Raises ``FileTooLarge``, ``UnicodeDecodeError``, or ``OSError`` (missing, unreadable, not a regular file).
+    """
+    # Non-blocking, so that opening a FIFO returns at once (and is then refused as not a regular file).
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if status.st_size > limit:
+            raise FileTooLarge(f"{path} is larger than {limit // 1024**2} MiB")
+        data = handle.read(limit + 1)  # the file may have grown since it was measured
+    if len(data) > limit:
+        raise FileTooLarge(f"{path} is larger than {limit // 1024**2} MiB")
+    return data.decode("utf-8")
+
+
+def read_inventory_text(path: str) -> str:
+    """The text of an inventory file, read only below an inventory directory; raises ``InventoryError``."""
+    unreadable = InventoryError(
+        f"cannot read the inventory file {path}: it {_place_message()}, readable by the console"
+    )
+    real = _allowed_location(path) if path else None
+    if real is None:
+        raise unreadable
+    try:
+        return read_bounded_text(real, limit=MAX_INVENTORY_BYTES)
+    except FileTooLarge as exc:
+        raise InventoryError(f"the inventory file {exc}") from None
+    except UnicodeDecodeError:
+        raise InventoryError(f"the inventory file {path} is not UTF-8 text") from None
+    except OSError:
+        raise unreadable from None

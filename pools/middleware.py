@@ -1,0 +1,76 @@
+"""Requests refused before anything reads them (SEMANTICS §7.3).
+
+Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (or a form with too many fields) by raising
+while it is read, which happens in CSRF's check before any view runs; with ``DEBUG`` on it then answers
+its debug page. This middleware answers first, and cleanly: 413 for a body that is too large, 400 for a
+form Django will not parse, and 400 for a NUL character in the URL or a form (PostgreSQL cannot store or
+even compare text holding one, so it would fail in the database). Under ``/api/`` the answer has the API's
+error shape; pages get a short text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.http import HttpResponse, JsonResponse, QueryDict
+
+from pools.api.errors import errors_body
+
+API_PREFIX = "/api/"
+
+
+def _declared_length(request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def _holds_nul(texts: Iterable[str]) -> bool:
+    return any("\x00" in text for text in texts)
+
+
+def _texts(query: QueryDict) -> Iterable[str]:
+    return (text for key, values in query.lists() for text in (key, *values))
+
+
+def _refusal(request, status: int, message: str) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return JsonResponse(errors_body([("", message)]), status=status)
+    return HttpResponse(message + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def _too_large(request) -> HttpResponse:
+    return _refusal(request, 413, f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes")
+
+
+class RequestLimitsMiddleware:
+    """413 for a body over the upload limit, 400 for NUL characters or a form Django refuses to parse."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and _declared_length(request) > limit:
+            return _too_large(request)
+        if _holds_nul([request.path, *_texts(request.GET)]):
+            return _refusal(request, 400, "the URL must not contain NUL characters")
+        return self.get_response(request)
+
+    def process_view(self, request, view, args, kwargs):
+        # Pages' forms are parsed here, where Django's refusal can still be answered; the API parses its own
+        # bodies (pools.api.parsers) and answers in its own shape.
+        if request.path.startswith(API_PREFIX):
+            return None
+        try:
+            fields = list(_texts(request.POST))
+        except RequestDataTooBig:
+            return _too_large(request)
+        except (TooManyFieldsSent, TooManyFilesSent) as exc:
+            return _refusal(request, 400, f"the form cannot be read: {exc}")
+        if _holds_nul(fields):
+            return _refusal(request, 400, "the form must not contain NUL characters")
+        return None
