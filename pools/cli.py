@@ -158,7 +158,13 @@ def doors_markdown(doors) -> str:
 
     rows = ["| door | sees (else 404) | does (else 403) | note |", "|---|---|---|---|"]
     for door in doors:
-        sees = "signed in" if door.signed_in else permission(door.reads, "" if door.rows else door.object)
+        sees = (
+            "anyone"
+            if door.public
+            else "signed in"
+            if door.signed_in
+            else permission(door.reads, "" if door.rows else door.object)
+        )
         if door.rows and door.reads is not None:
             sees += " (rows)"
         cells = [f"`{door.door}`", sees, permission(door.acts, door.acts_on), door.note]

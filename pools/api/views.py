@@ -135,22 +135,25 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
     def refetch(self, name: str):
         return type(self).visible(user=self.request.user).get(name=name)
 
-    def apply(self, name: str, body, *, expected: services.Expected, conflict: bool = False) -> None:
-        """Write one object through the services; ``body`` may be a function of its current body."""
-        if callable(body):
-            edit = body
+    def apply(self, name: str, body_of: Callable, *, expected: services.Expected, conflict: bool = False) -> None:
+        """Write one object through the services.
 
-            def changes(state):
-                current = state[self.config_type].get(name)
-                return {self.config_type: {name: edit(current)}} if current is not None else {}
-        else:
-            changes = {self.config_type: {name: body}}
+        ``body_of`` makes the new body (None deletes) from the current one (None when absent), under the
+        config write lock; the gate answers before it runs, so a body is never judged for someone who may
+        not make the change at all.
+        """
+        actor = self.actor()
+
+        def changes(state):
+            current = state[self.config_type].get(name)
+            if current is None and expected.exists:
+                return {}  # gone meanwhile: the expectation answers 404
+            return {self.config_type: {name: body_of(current)}}
+
         with service_errors(where=object_path(self.config_type, name), conflict=conflict):
+            services.authorize_names(actor, {self.config_type: {name: None}})
             services.config_apply(
-                changes=changes,
-                actor=self.actor(),
-                expect={(self.config_type, name): expected},
-                **self.change_options(),
+                changes=changes, actor=actor, expect={(self.config_type, name): expected}, **self.change_options()
             )
 
     def list(self, request, *args, **kwargs):
@@ -165,7 +168,7 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise bad_request("a name is required", field="name")
-        self.apply(name, self.serializer_class.body_from_request(data), expected=services.ABSENT)
+        self.apply(name, lambda current: self.serializer_class.body_from_request(data), expected=services.ABSENT)
         return self.object_response(self.refetch(name), status.HTTP_201_CREATED)
 
     def update(self, request, *args, partial: bool = False, **kwargs):
@@ -174,12 +177,12 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
         if data.get("name", instance.name) != instance.name:
             raise bad_request(f"'{data['name']}' does not match '{instance.name}' (names cannot change)", "name")
         serializer = self.serializer_class
-        if partial:
 
-            def body(current):
+        def body(current):
+            if partial:
                 return serializer.body_from_request(merge_patch(serializer.document(instance.name, current), data))
-        else:
-            body = serializer.body_from_request(data)
+            return serializer.body_from_request(data)
+
         self.apply(instance.name, body, expected=if_match(request), conflict=self.refuses(instance))
         return self.object_response(self.refetch(instance.name))
 
@@ -188,7 +191,7 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
 
     def destroy(self, request, *args, **kwargs):
         instance = self.get_object()
-        self.apply(instance.name, None, expected=if_match(request), conflict=True)
+        self.apply(instance.name, lambda current: None, expected=if_match(request), conflict=True)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def refuses(self, instance) -> bool:
@@ -419,6 +422,7 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
 
         where = f"{object_path(ConfigType.POOL, pool_name)}.platforms.{name}"
         with service_errors(where=where, conflict=conflict):
+            services.authorize_names(self.actor(), {ConfigType.POOL: {pool_name: None}})
             services.config_apply(
                 changes=changes,
                 actor=self.actor(),

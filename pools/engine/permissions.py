@@ -205,7 +205,8 @@ class Door:
     ``reads`` decides whether the object the door names exists for the caller (404 when not) or, for a
     list, which rows it shows. ``acts`` is what a change needs besides (403 when not held). ``object`` and
     ``acts_on`` say what each permission is about: a path parameter in braces (``{name}``), a config type
-    (``POOL``), or nothing for lists and unscoped calls. ``signed_in`` doors need only a signed-in caller.
+    (``POOL``), or nothing for lists and unscoped calls. ``signed_in`` doors need only a signed-in caller,
+    ``public`` ones nothing (the API's description, which holds no data).
     """
 
     door: str
@@ -215,6 +216,7 @@ class Door:
     acts_on: str = ""
     rows: bool = False
     signed_in: bool = False
+    public: bool = False
     note: str = ""
 
     @property
@@ -320,9 +322,9 @@ DOORS: tuple[Door, ...] = (
         "{username}",
         note="and every role of the user is held",
     ),
-    Door("GET /api/schema/", signed_in=True),
-    Door("GET /api/docs/", signed_in=True),
-    Door("GET /api/redoc/", signed_in=True),
+    Door("GET /api/schema/", public=True, note="the OpenAPI description; no data"),
+    Door("GET /api/docs/", public=True, note="Swagger UI"),
+    Door("GET /api/redoc/", public=True, note="Redoc"),
     Door("GET /accounts/api/me/", signed_in=True, note="the caller's own roles and pools"),
     Door("GET /metrics", None, READ_METRICS),
     # Pages and their htmx fragments
