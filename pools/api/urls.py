@@ -56,5 +56,5 @@ urlpatterns = [
     path("users/<str:username>/roles/", users.UserRolesView.as_view(), name="user-roles"),
     path("users/<str:username>/tokens/", users.UserTokensView.as_view(), name="user-tokens"),
     path("", include(router.urls)),
-    re_path(r"^.*$", views.UnknownEndpointView.as_view(), name="unknown"),
+    re_path(r"^[\s\S]*$", views.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
 ]

@@ -1,8 +1,9 @@
 """Schemathesis over the whole OpenAPI schema: no server error and no response outside the schema.
 
 Bounded to run in a couple of minutes: few examples per operation, no shrinking, no example database.
-Requests carry a signed-in admin session (and its CSRF token), so writes are exercised too; each
-operation runs on the small two-pool cluster of ``conftest.py``, inside the test's transaction.
+Requests carry a signed-in session (and its CSRF token), so writes are exercised too; each operation runs
+on the small two-pool cluster of ``conftest.py``, inside the test's transaction. Twice: as an admin, and
+as a limited user (team-a's pools and pool changes only), whose answers must never show team-b.
 """
 
 from __future__ import annotations
@@ -29,21 +30,50 @@ schema.config.generation.update(max_examples=10, no_shrink=True, database="none"
 schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])
 
 
-@pytest.fixture
-def admin_headers(two_pools, api_user):
-    """A signed-in admin's session and CSRF headers; requests keep the test's database connection open.
+def session_headers(user):
+    """A signed-in session and CSRF headers for ``user``; requests keep the test's database connection open.
 
     Like Django's test client, the WSGI calls must not run ``close_old_connections`` at the end of each
     request: that would close the connection holding the test's transaction.
     """
     client = Client()
-    client.force_login(api_user("admin", superuser=True))
+    client.force_login(user)
     session = client.cookies["sessionid"].value
+    return {"Cookie": f"sessionid={session}; csrftoken={CSRF_SECRET}", "X-CSRFToken": CSRF_SECRET}
+
+
+@pytest.fixture
+def kept_connection():
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    yield {"Cookie": f"sessionid={session}; csrftoken={CSRF_SECRET}", "X-CSRFToken": CSRF_SECRET}
+    yield
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def admin_headers(two_pools, api_user, kept_connection):
+    return session_headers(api_user("admin", superuser=True))
+
+
+@pytest.fixture
+def limited_headers(two_pools, api_user, role_with, kept_connection):
+    role = role_with(
+        "team-a-editor",
+        [
+            {"actions": ["pool:Read", "workflow:*"], "resources": ["pool/team-a*"]},
+            {"actions": ["config:Update"], "resources": ["config/POOL"]},
+        ],
+    )
+    return session_headers(api_user("limited", role))
+
+
+def never_shows_team_b(ctx, response, case) -> bool | None:
+    """The limited user's answers never name team-b, unless their own request did."""
+    asked = " ".join(str(part) for part in (case.path_parameters, case.query, case.body))
+    if "team-b" not in asked and "team-b" in response.text:
+        raise AssertionError(f"{case.method} {case.formatted_path} shows team-b: {response.text[:300]}")
+    return None
 
 
 @pytest.mark.schemathesis
@@ -51,3 +81,10 @@ def admin_headers(two_pools, api_user):
 @settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_api_conforms_to_its_schema(case, admin_headers):
     case.call_and_validate(headers=admin_headers, checks=CHECKS)
+
+
+@pytest.mark.schemathesis
+@schema.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+def test_api_conforms_to_its_schema_for_a_limited_user(case, limited_headers):
+    case.call_and_validate(headers=limited_headers, checks=[*CHECKS, never_shows_team_b])
