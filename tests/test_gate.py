@@ -22,8 +22,8 @@ from accounts.models import Role
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.configs import TYPE_LABELS
-from pools.engine.errors import AccessDenied, NotFound
-from pools.models import ConfigRevision, Pool, UsageSample
+from pools.engine.errors import AccessDenied, ConfigError, NotFound
+from pools.models import ConfigRevision, PodTemplate, Pool, UsageSample
 
 EVIL_ROLE = {"description": "", "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]}
 FILE_BACKEND = {"kind": "file", "source": "/etc/shadow"}
@@ -389,3 +389,16 @@ def test_a_rollback_that_would_touch_hidden_objects_is_refused_without_naming_th
         )
     assert "robotics" not in str(refused.value)
     assert Pool.objects.filter(name="robotics-training").exists() and first
+
+
+def test_a_reference_broken_before_does_not_block_unrelated_changes(estate):
+    # A template removed behind the services' back (an older version's race) leaves team-a pointing at nothing.
+    PodTemplate.objects.filter(name="a").delete()
+    services.config_apply(
+        changes={ConfigType.POD_TEMPLATE: {"unrelated": {"spec": {}}}}, actor=services.SYSTEM
+    )  # not refused for team-a's old problem
+    with pytest.raises(ConfigError, match="pod template 'a' does not exist"):
+        services.config_apply(
+            changes={ConfigType.POOL: {"team-b": {"backend": "test-cluster", "common_pod_template": ["a"]}}},
+            actor=services.SYSTEM,
+        )  # but a change that brings the problem itself is
