@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from guardian.conf import settings as guardian_settings
 
 from pools import selectors as pool_selectors
 from pools.engine.errors import NotFound
@@ -51,7 +52,12 @@ def users_visible(*, principal) -> list[dict]:
 
     Three queries whatever the number of users.
     """
-    users = get_user_model().objects.order_by("username").select_related("service_account", "external_identity")
+    users = (
+        get_user_model()
+        .objects.exclude(username=guardian_settings.ANONYMOUS_USER_NAME)  # guardian's stand-in, not a person
+        .order_by("username")
+        .select_related("service_account", "external_identity")
+    )
     if not is_system(principal):
         users = users.filter(username__in=visible(principal, VIEW_USER, users.values_list("username", flat=True)))
     users = list(users.prefetch_related("groups"))

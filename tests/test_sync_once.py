@@ -46,8 +46,10 @@ def test_while_one_sync_runs_every_other_door_is_told_and_nothing_runs_twice(clu
         assert result.code == 1 and "already being synced" in result.err
         client = APIClient()
         client.force_authenticate(person("root", is_superuser=True))
-        job = client.post(f"/api/backends/{backend.name}/sync/").json()
-        assert "already being synced" in (job["result"] or {}).get("skipped", "")
+        answer = client.post(f"/api/backends/{backend.name}/sync/")
+        assert answer.status_code == 202
+        if answer.json()["result"] is not None:  # run here (no broker): the job says it did not start
+            assert "already being synced" in answer.json()["result"]["skipped"]
     finally:
         held.release.set()
         running.join(30)

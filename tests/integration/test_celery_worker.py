@@ -31,7 +31,7 @@ def redis_available() -> bool:
 
 
 @pytest.fixture
-def worker(transactional_db):
+def worker(transactional_db, inventory_dir):
     if connection.vendor != "postgresql":
         pytest.skip("the worker shares the test database, which needs PostgreSQL (CI runs this on it)")
     if not redis_available():
@@ -43,7 +43,13 @@ def worker(transactional_db):
     database_url = (
         f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
     )
-    env = {**os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": BROKER, "CELERY_RESULT_BACKEND": BROKER}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": BROKER,
+        "CELERY_RESULT_BACKEND": BROKER,
+        "GPUPOOL_INVENTORY_DIR": str(inventory_dir),  # where the test's backends' files are
+    }
     process = subprocess.Popen(
         [
             sys.executable,
@@ -65,7 +71,7 @@ def worker(transactional_db):
         stderr=subprocess.STDOUT,
         text=True,
     )
-    client = Celery(broker=BROKER, backend=BROKER)
+    client = Celery(broker=BROKER, backend=BROKER, set_as_current=False)  # the tests after keep the eager app
     try:
         yield client
     finally:
@@ -97,4 +103,4 @@ def test_a_second_sync_of_the_same_backend_is_skipped_while_one_holds_the_lease(
     backend = cluster([node("n1")])
     assert services.lease_acquire(name=f"sync:{backend.pk}", owner="someone-else", seconds=60)
     result = worker.send_task("pools.tasks.sync_backend", args=[backend.pk]).get(timeout=60)
-    assert result == {"skipped": "another sync of this backend is running"}
+    assert result == {"skipped": f"backend '{backend.name}' is already being synced; this sync did not start"}
