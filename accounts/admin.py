@@ -17,55 +17,49 @@ def visible_users(request):
     return get_user_model().objects.filter(username__in=visible(request.user, VIEW_USER, names))
 
 
-@admin.register(ExternalIdentity)
-class ExternalIdentityAdmin(admin.ModelAdmin):
-    """Which identity-provider account each user signs in as (read-only: sign-in writes these)."""
-
-    list_display = ["user", "subject", "issuer", "last_login_at"]
-    search_fields = ["user__username", "subject"]
+class OfVisibleUsers(admin.ModelAdmin):
+    """Rows that belong to a user: only those of users the admin's user may see; added elsewhere, never here."""
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(user__in=visible_users(request))
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(ExternalIdentity)
+class ExternalIdentityAdmin(OfVisibleUsers):
+    """Which identity-provider account each user signs in as (read-only: sign-in writes these)."""
+
+    list_display = ["user", "subject", "issuer", "last_login_at"]
+    search_fields = ["user__username", "subject"]
 
     def has_change_permission(self, request, obj=None):
         return False
 
 
 @admin.register(ServiceAccount)
-class ServiceAccountAdmin(admin.ModelAdmin):
+class ServiceAccountAdmin(OfVisibleUsers):
     """Which users are programs (read-only: created with ``poolctl user create --service-account`` or the API)."""
 
     list_display = ["user", "description", "created_by", "created_at"]
     search_fields = ["user__username", "description"]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(user__in=visible_users(request))
-
-    def has_add_permission(self, request):
-        return False
 
     def has_change_permission(self, request, obj=None):
         return False
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    """Every user's tokens; an administrator can revoke one by setting its revoked time."""
+class ApiTokenAdmin(OfVisibleUsers):
+    """Every visible user's tokens; an administrator can revoke one by setting its revoked time.
+
+    A token is shown once to whoever creates it, so none is added here.
+    """
 
     list_display = ["name", "user", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at"]
     list_filter = ["revoked_at"]
     search_fields = ["name", "user__username", "prefix"]
     readonly_fields = ["user", "name", "prefix", "created_at", "expires_at", "last_used_at"]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(user__in=visible_users(request))
-
-    def has_add_permission(self, request):
-        # A token is shown once to whoever creates it: only its owner, on the profile page or with poolctl.
-        return False
 
 
 class ConsoleUserAdmin(UserAdmin):

@@ -76,5 +76,6 @@ def test_the_api_documentation_lists_every_door_as_the_catalogue_has_it(db):
 def test_the_access_page_lists_every_permission(client, django_user_model):
     client.force_login(django_user_model.objects.create_superuser("root", password="pw"))
     page = client.get("/access/").content.decode()
+    assert "<title>Access · GPU Pool Console</title>" in page
     for permission in PERMISSIONS:
         assert f'id="permission-{permission.key}"' in page and escape(permission.summary) in page
