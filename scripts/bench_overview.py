@@ -29,6 +29,7 @@ def setup_django() -> None:
         os.environ["VAR_DIR"] = tempfile.mkdtemp(prefix="bench-overview-")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("SECURE_SSL_REDIRECT", "0")  # plain HTTP, as behind the TLS proxy of a deployment
     import django
 
     django.setup()
