@@ -47,10 +47,10 @@ def access_explain(*, username: str, action: str, resource: str = "") -> dict:
     }
 
 
-def users_visible(*, principal) -> list[dict]:
+def users_visible(*, principal, username: str | None = None) -> list[dict]:
     """The users and service accounts ``principal`` may see (``VIEW_USER``), with the roles each holds.
 
-    Three queries whatever the number of users.
+    ``username`` narrows the list to that one user. Three queries whatever the number of users.
     """
     users = (
         get_user_model()
@@ -58,6 +58,8 @@ def users_visible(*, principal) -> list[dict]:
         .order_by("username")
         .select_related("service_account", "external_identity")
     )
+    if username is not None:
+        users = users.filter(username=username)
     if not is_system(principal):
         users = users.filter(username__in=visible(principal, VIEW_USER, users.values_list("username", flat=True)))
     users = list(users.prefetch_related("groups"))
@@ -85,10 +87,10 @@ def users_visible(*, principal) -> list[dict]:
 
 def user_visible(*, principal, username: str) -> dict:
     """One user as ``users_visible`` shows them; NotFound when ``principal`` may not see them."""
-    for user in users_visible(principal=principal):
-        if user["username"] == username:
-            return user
-    raise NotFound(f"user '{username}' does not exist")
+    found = users_visible(principal=principal, username=username)
+    if not found:
+        raise NotFound(f"user '{username}' does not exist")
+    return found[0]
 
 
 def _sign_in(user) -> str:
