@@ -80,8 +80,9 @@ def _merge_lists(owned: list, override: list) -> list:
     """Merge each element of ``override`` into the same-named element of ``owned``, or append it.
 
     Names are looked at only on dict elements, never inside strings: OSMO searched for the text "name"
-    and crashed on ``["hostname"]``. An element appended earlier from ``override`` counts as present, so
-    two same-named elements of one later list end up merged into one.
+    and crashed on ``["hostname"]``. Only the earlier list is searched (SEMANTICS §2 rule 2): two new
+    elements with the same name are both appended, and two later elements that match the same earlier
+    element are both merged into it, in order.
     """
     positions: dict = {}
     for index, element in enumerate(owned):
@@ -94,7 +95,5 @@ def _merge_lists(owned: list, override: list) -> list:
             index = positions[key]
             owned[index] = _merge_into_owned(owned[index], element)
         else:
-            if key is not None:
-                positions[key] = len(owned)
             owned.append(copy_json(element))
     return owned

@@ -69,9 +69,20 @@ def test_new_names_are_appended_in_order():
     assert merge_values(base, override) == {"volumes": [{"name": "a"}, {"name": "c"}, {"name": "b"}]}
 
 
-def test_same_name_twice_in_a_later_list_ends_up_as_one_element():
+def test_two_new_elements_with_the_same_name_are_both_appended():
+    # §2 rule 2: only the earlier list is searched, so the second "x" does not find the first.
     merged = merge_values([], [{"name": "x", "a": 1}, {"name": "x", "b": 2}])
+    assert merged == [{"name": "x", "a": 1}, {"name": "x", "b": 2}]
+
+
+def test_two_later_elements_matching_one_earlier_element_both_merge_into_it_in_order():
+    merged = merge_values([{"name": "x", "a": 0}], [{"name": "x", "a": 1, "b": 1}, {"name": "x", "b": 2}])
     assert merged == [{"name": "x", "a": 1, "b": 2}]
+
+
+def test_a_new_name_appended_does_not_absorb_a_later_element_of_the_same_name():
+    merged = merge_values([{"name": "a"}], [{"name": "n", "v": 1}, {"name": "a", "w": 1}, {"name": "n", "v": 2}])
+    assert merged == [{"name": "a", "w": 1}, {"name": "n", "v": 1}, {"name": "n", "v": 2}]
 
 
 def test_lists_without_names_concatenate_and_keep_duplicates():
