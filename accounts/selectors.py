@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from guardian.conf import settings as guardian_settings
 
-from pools import selectors as pool_selectors
 from pools.engine.errors import NotFound
 from pools.engine.permissions import VIEW_USER
 
@@ -19,17 +21,17 @@ def api_tokens_of(user) -> list[ApiToken]:
     return list(ApiToken.objects.filter(user=user).order_by("-created_at"))
 
 
+# What the apps above accounts add to a profile, each ``section(user) -> dict``; they register here from their
+# ``AppConfig.ready`` (pools adds the pools the user may see), since accounts does not import them.
+PROFILE_SECTIONS: list[Callable[[Any], dict]] = []
+
+
 def profile_summary(user) -> dict:
-    """What ``/accounts/profile/`` and ``/accounts/api/me/`` show: the user's roles and the pools they may see."""
-    return {
-        "username": user.get_username(),
-        "email": user.email,
-        "roles": sorted(user_role_names(user)),
-        "pools": [
-            {"name": row["name"], "status": row["status"], "backend": row["backend"]}
-            for row in pool_selectors.pool_list(user=user)
-        ],
-    }
+    """What ``/accounts/profile/`` and ``/accounts/api/me/`` show: the user's roles and what the sections add."""
+    summary = {"username": user.get_username(), "email": user.email, "roles": sorted(user_role_names(user))}
+    for section in PROFILE_SECTIONS:
+        summary.update(section(user))
+    return summary
 
 
 def access_explain(*, username: str, action: str, resource: str = "") -> dict:

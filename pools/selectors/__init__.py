@@ -1,0 +1,77 @@
+"""Every read of the pool domain, by concern, with a fixed number of queries whatever the number of rows.
+
+- ``configs``: canonical documents, the current state, history, revisions and diffs
+- ``pools``: one pool, its platforms and what each renders
+- ``inventory``: backends, nodes, pods, the node table, node checks
+- ``capacity``: GPU accounting per pool, node summaries, usage series
+- ``access``: roles, their reach, the profile
+
+Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
+operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
+(``from pools import selectors``); the numbers shown anywhere come from here, never from a caller's own sums.
+"""
+
+from .access import profile_pools, role_check, role_definitions, role_reach, roles_visible
+from .capacity import (
+    NodeGroup,
+    gpu_product_usage,
+    node_groups,
+    pool_gpu_summary,
+    pool_list,
+    pool_node_summary,
+    usage_samples_visible,
+    usage_series,
+)
+from .configs import (
+    backend_body,
+    config_diff,
+    config_history,
+    config_objects,
+    config_revision_get,
+    config_show,
+    config_state,
+    describe_change,
+    pod_templates_visible,
+    pool_body,
+    redacted,
+    resource_validations_visible,
+    revision_changes,
+    revision_summary,
+    role_body,
+    snapshot_diff,
+)
+from .inventory import (
+    NodeTableRow,
+    backend_get,
+    backend_health,
+    backends_to_sync,
+    backends_visible,
+    memberships_visible,
+    node_details,
+    node_mig_usage,
+    node_usage,
+    nodes_visible,
+    pods_visible,
+    pool_check,
+    pool_workloads,
+    resource_index,
+    resource_list,
+    resource_numbers,
+    resource_rows,
+)
+from .pools import (
+    DEFAULT_PLATFORM,
+    draft_render,
+    platform_selection_specs,
+    platform_template_names,
+    platform_validation_names,
+    platform_variables,
+    platforms_visible,
+    pool_get,
+    pool_platform_choice,
+    pool_platform_render,
+    pool_platforms,
+    pool_render,
+    pool_status,
+    pools_visible,
+)

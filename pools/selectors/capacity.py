@@ -1,0 +1,234 @@
+"""GPU accounting per pool (SEMANTICS §6): the pool list, node summaries per pool and usage series.
+
+Grouped in the database (``node_groups``) so that the overview costs the same few queries for any fleet size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from accounts import access
+
+from ..engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting
+from ..engine.permissions import VIEW_POOL
+from ..models import (
+    Node,
+    Pool,
+    PoolPodUsage,
+    UsageSample,
+    placements_pairs,
+)
+from .inventory import NODE_FREE_GPUS
+from .pools import pool_status
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """Nodes of one backend that share their placements, availability, cordoning and GPU product, summed.
+
+    ``free`` adds up ``max(0, gpu - used)`` node by node. Every node with a placement is in exactly one group.
+    """
+
+    placements: tuple[tuple[int, str], ...]
+    available: bool
+    cordoned: bool
+    product: str
+    nodes: int
+    gpu: Decimal
+    free: Decimal
+
+    @property
+    def pool_ids(self) -> frozenset[int]:
+        return frozenset(pool_id for pool_id, _ in self.placements)
+
+
+def node_groups(backend_ids: Iterable[int]) -> list[NodeGroup]:
+    """The placed nodes of these backends grouped in the database (one statement, so one consistent state).
+
+    A fleet has few distinct groups however many nodes and memberships it has, so only a few rows travel:
+    the pool summaries read these instead of every membership.
+    """
+    rows = (
+        Node.objects.filter(backend_id__in=list(backend_ids))
+        .exclude(placements="")
+        .order_by()
+        .values("placements", "available", "unschedulable", "gpu_product")
+        .annotate(count=Count("id"), gpus=Sum("gpu"), free_gpus=Sum(NODE_FREE_GPUS))
+        .values_list("placements", "available", "unschedulable", "gpu_product", "count", "gpus", "free_gpus")
+    )
+    return [
+        NodeGroup(
+            placements=tuple(placements_pairs(placements)),
+            available=available,
+            cordoned=unschedulable,
+            product=product,
+            nodes=nodes,
+            gpu=gpu,
+            free=free,
+        )
+        for placements, available, unschedulable, product, nodes, gpu, free in rows
+    ]
+
+
+def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
+    """GPU accounting (SEMANTICS.md §6) for every pool of these backends, by pool id, in three queries.
+
+    Reads the usage sync keeps on nodes and in ``PoolPodUsage``, never the pods themselves. The engine
+    receives one stand-in node per ``node_groups`` row instead of every node: each real node is in exactly
+    one group, so node sets, capacity and free GPUs come out the same (``tests/test_pool_summary.py``).
+    """
+    backend_ids = set(backend_ids)
+    pools = list(Pool.objects.filter(backend_id__in=backend_ids).values("id", "name", "backend_id", "resources"))
+    nodes: dict[str, NodeGpu] = {}
+    members = defaultdict(set)
+    for index, group in enumerate(node_groups(backend_ids)):
+        key = f"group-{index}"
+        nodes[key] = NodeGpu(name=key, capacity=group.gpu, used=group.gpu - group.free, available=group.available)
+        for pool_id in group.pool_ids:
+            members[pool_id].add(key)
+    usage = {
+        (backend_id, pool_name): (gpu, quota)
+        for backend_id, pool_name, gpu, quota in PoolPodUsage.objects.filter(backend_id__in=backend_ids).values_list(
+            "backend_id", "pool_name", "gpu", "gpu_quota"
+        )
+    }
+    inputs = []
+    for pool in pools:
+        gpu, quota = usage.get((pool["backend_id"], pool["name"]), (Decimal(0), Decimal(0)))
+        inputs.append(
+            PoolGpuInput(
+                name=str(pool["id"]),
+                nodes=frozenset(members[pool["id"]]),
+                guarantee=((pool["resources"] or {}).get("gpu") or {}).get("guarantee", -1),
+                # The engine adds these up: the quota part as non-preemptible, the rest as preemptible.
+                pod_requests=((quota, False), (gpu - quota, True)),
+            )
+        )
+    return {int(key): value for key, value in pool_gpu_accounting(inputs, nodes).items()}
+
+
+def pool_list(*, user, names: Iterable[str] | None = None, with_ids: bool = False) -> list[dict]:
+    """The rows of ``poolctl pool list`` / the pool API: status, node set and GPU numbers per pool.
+
+    ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples).
+    """
+    pools = Pool.objects.select_related("backend").order_by("name")
+    if names is not None:
+        pools = pools.filter(name__in=list(names))
+    pools = list(pools)
+    # Every pool's name, for node sets; a node set names only the pools the user may see (the sharing
+    # itself stays visible), so visibility is decided once, over all of them.
+    id_names = dict(Pool.objects.values_list("id", "name"))
+    visible = set(access.visible(user, VIEW_POOL, id_names.values()))
+    pools = [pool for pool in pools if pool.name in visible]
+    id_names = {key: name for key, name in id_names.items() if name in visible}
+    summary = pool_gpu_summary({pool.backend_id for pool in pools})
+    now = timezone.now()
+    rows = []
+    for pool in pools:
+        gpu = summary.get(pool.pk)
+        if gpu is None:  # deleted between the two reads
+            continue
+        rows.append(
+            {
+                "name": pool.name,
+                "description": pool.description,
+                "status": str(pool_status(pool, now=now)),
+                "backend": pool.backend.name,
+                "shared": gpu.shared,
+                "node_set": sorted(id_names[int(key)] for key in gpu.node_set if int(key) in id_names),
+                "gpu": gpu.as_dict(),
+                **({"backend_id": pool.backend_id} if with_ids else {}),
+            }
+        )
+    return rows
+
+
+def gpu_product_usage() -> list[dict]:
+    """GPUs used and allocatable per (backend, GPU product) over available nodes, for the history charts."""
+    totals: dict[tuple[int, str], dict] = {}
+    for backend_id, product, gpu, used in (
+        Node.objects.filter(available=True)
+        .exclude(gpu_product="")
+        .values_list("backend_id", "gpu_product", "gpu", "gpu_used")
+    ):
+        row = totals.setdefault(
+            (backend_id, product),
+            {"backend_id": backend_id, "gpu_product": product, "used": Decimal(0), "capacity": Decimal(0)},
+        )
+        row["capacity"] += gpu
+        row["used"] += min(gpu, used)
+    return [
+        {**row, "used": float(row["used"]), "capacity": float(row["capacity"])} for _, row in sorted(totals.items())
+    ]
+
+
+def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
+    """Samples of one pool or GPU product between two times, minute samples for up to two days, else hourly.
+
+    Samples of the same time from several backends (a product in several clusters) are added up.
+    """
+
+    until = until or timezone.now()
+    resolution = UsageSample.Resolution.MINUTE if until - since <= timedelta(days=2) else UsageSample.Resolution.HOUR
+    rows = (
+        UsageSample.objects.filter(scope=scope, key=key, resolution=resolution, at__gte=since, at__lte=until)
+        .values("at")
+        .annotate(
+            used=Sum("used"), capacity=Sum("capacity"), quota_used=Sum("quota_used"), quota_limit=Sum("quota_limit")
+        )
+        .order_by("at")
+    )
+    return [
+        {
+            "at": row["at"].isoformat(),
+            "used": row["used"],
+            "capacity": row["capacity"],
+            "quota_used": row["quota_used"],
+            "quota_limit": row["quota_limit"],
+            "resolution": resolution,
+        }
+        for row in rows
+    ]
+
+
+def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
+    """Per pool name: node counts (ready / not ready / cordoned) and free GPUs by product per platform.
+
+    Two queries whatever the number of pools and nodes (the pools, then ``node_groups``). A node counts once
+    per pool even when several of its platforms select it. Free GPUs are counted on available nodes with a
+    GPU product label: ``max(0, gpu - used)`` per node, summed.
+    """
+    rows = list(Pool.objects.filter(name__in=list(pool_names)).values_list("id", "name", "backend_id"))
+    pools = {pool_id: name for pool_id, name, _ in rows}
+    summary: dict[str, dict] = {}
+    for group in node_groups({backend_id for _, _, backend_id in rows}):
+        state = "ready" if group.available else "cordoned" if group.cordoned else "not_ready"
+        for pool_id in group.pool_ids & pools.keys():
+            entry = summary.setdefault(
+                pools[pool_id], {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
+            )
+            entry["nodes"][state] += group.nodes
+        for pool_id, platform_name in group.placements:
+            if pool_id not in pools:
+                continue
+            platform = summary[pools[pool_id]]["platforms"].setdefault(
+                platform_name, {"nodes": 0, "free_by_product": {}}
+            )
+            platform["nodes"] += group.nodes
+            if group.available and group.gpu and group.product:
+                products = platform["free_by_product"]
+                products[group.product] = products.get(group.product, 0) + int(group.free)
+    return summary
+
+
+def usage_samples_visible(*, user):
+    """Usage samples of the pools ``user`` may read; GPU-product samples (fleet-wide) need ``LIST_FLEET``."""
+    return UsageSample.objects.restrict(user).select_related("backend")

@@ -1,0 +1,241 @@
+"""Reads of the configuration documents: canonical bodies, the current state, history, revisions and diffs.
+
+A reader sees only the objects of types and names they may read (``redacted``); every revision is cut
+down to those objects before it leaves here.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from accounts.access import is_system
+from accounts.models import Role
+
+from ..choices import ConfigType, RevisionAction
+from ..configs import TYPE_LABELS
+from ..engine.errors import NotFound
+from ..models import (
+    Backend,
+    ConfigRevision,
+    PodTemplate,
+    Pool,
+    ResourceValidation,
+)
+from ..querysets import visible_object, visible_objects
+
+
+def backend_body(backend: Backend) -> dict:
+    return {
+        "description": backend.description,
+        "kind": backend.kind,
+        "source": backend.source,
+        "kubeconfig": backend.kubeconfig,
+        "context": backend.context,
+        "in_cluster": backend.in_cluster,
+        "seed": backend.seed,
+        "size": backend.size,
+        "node_conditions": backend.node_conditions,
+        "pool_label": backend.pool_label,
+        "priority_label": backend.priority_label,
+        "writable": backend.writable,
+    }
+
+
+def pool_body(pool: Pool) -> dict:
+    """The canonical OSMO-shaped body of a pool (platforms prefetched or not)."""
+    return {
+        "description": pool.description,
+        "backend": pool.backend.name,
+        "default_platform": pool.default_platform,
+        "enable_maintenance": pool.enable_maintenance,
+        "common_default_variables": pool.common_default_variables,
+        "common_resource_validations": pool.common_resource_validations,
+        "common_pod_template": pool.common_pod_template,
+        "default_exec_timeout": pool.default_exec_timeout,
+        "default_queue_timeout": pool.default_queue_timeout,
+        "max_exec_timeout": pool.max_exec_timeout,
+        "max_queue_timeout": pool.max_queue_timeout,
+        "default_exit_actions": pool.default_exit_actions,
+        "action_permissions": pool.action_permissions,
+        "resources": pool.resources,
+        "topology_keys": pool.topology_keys,
+        "platforms": {
+            platform.name: {
+                "description": platform.description,
+                "host_network_allowed": platform.host_network_allowed,
+                "privileged_allowed": platform.privileged_allowed,
+                "default_variables": platform.default_variables,
+                "resource_validations": platform.resource_validations,
+                "override_pod_template": platform.override_pod_template,
+                "allowed_mounts": platform.allowed_mounts,
+            }
+            for platform in sorted(pool.platforms.all(), key=lambda p: p.name)
+        },
+    }
+
+
+def role_body(role: Role) -> dict:
+    return {
+        "description": role.description,
+        "policies": role.policies,
+        "external_roles": role.external_roles,
+        "sync_mode": role.sync_mode,
+        "immutable": role.immutable,
+    }
+
+
+def config_state(types: Iterable[ConfigType] | None = None) -> dict[ConfigType, dict[str, Any]]:
+    """The current configuration as ``{type: {name: canonical body}}``."""
+    types = list(types) if types is not None else list(ConfigType)
+    state: dict[ConfigType, dict[str, Any]] = {}
+    for config_type in types:
+        if config_type == ConfigType.BACKEND:
+            state[config_type] = {b.name: backend_body(b) for b in Backend.objects.all()}
+        elif config_type == ConfigType.POD_TEMPLATE:
+            state[config_type] = dict(PodTemplate.objects.values_list("name", "spec"))
+        elif config_type == ConfigType.RESOURCE_VALIDATION:
+            state[config_type] = dict(ResourceValidation.objects.values_list("name", "rules"))
+        elif config_type == ConfigType.POOL:
+            pools = Pool.objects.select_related("backend").prefetch_related("platforms")
+            state[config_type] = {p.name: pool_body(p) for p in pools}
+        else:
+            state[config_type] = {r.name: role_body(r) for r in Role.objects.all()}
+    return state
+
+
+def config_revision_get(*, config_type: ConfigType, revision: int, user) -> ConfigRevision:
+    """One revision as ``user`` may see it (``redacted``); one that changed nothing they may see is NotFound."""
+    found = ConfigRevision.objects.restrict(user).filter(config_type=config_type, revision=revision).first()
+    if found is None:
+        raise NotFound(f"revision {config_type}:{revision} does not exist")
+    return redacted(found, user)
+
+
+def redacted(revision: ConfigRevision, user) -> ConfigRevision:
+    """The revision with only what ``user`` may see: its snapshot, changed names, name and description.
+
+    Returns a detached copy when anything is hidden (never saved); the description then names only the
+    visible objects, since a hand-written or generated one may name the others.
+    """
+    if is_system(user):
+        return revision
+    changed = [name for name in revision.changed if visible_object(user, revision.config_type, name)]
+    if changed == revision.changed and "snapshot" in revision.get_deferred_fields():
+        return revision
+    shown = copy.copy(revision)
+    if "snapshot" not in revision.get_deferred_fields():
+        shown.snapshot = visible_objects(user, revision.config_type, revision.snapshot)
+    if changed != revision.changed:
+        shown.changed = changed
+        shown.name = changed[0] if len(changed) == 1 else ""
+        shown.description = describe_change(revision.action, ConfigType(revision.config_type), changed)
+    return shown
+
+
+def describe_change(action: str, config_type: ConfigType, changed: list[str]) -> str:
+    """``Updated pools a, b and 3 more``: the description a revision gets when its author gives none."""
+    label = TYPE_LABELS[config_type]
+    names = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    return f"{RevisionAction(action).label} {label}{'s' if len(changed) > 1 else ''} {names}"
+
+
+def config_history(*, user, config_type: ConfigType | None = None, name: str | None = None):
+    """Revisions ``user`` may see, newest first, optionally of one type and/or one object name.
+
+    A queryset (for paging); pass each row shown through ``redacted``.
+    """
+    revisions = ConfigRevision.objects.restrict(user).defer("snapshot")
+    if config_type:
+        revisions = revisions.filter(config_type=config_type)
+    if name:
+        touched = [pk for pk, changed in revisions.values_list("pk", "changed") if name in changed]
+        revisions = revisions.filter(pk__in=touched)
+    return revisions.order_by("-created_at", "config_type", "-revision")
+
+
+def revision_summary(revision: ConfigRevision) -> dict:
+    return {
+        "config_type": revision.config_type,
+        "revision": revision.revision,
+        "name": revision.name,
+        "username": revision.username,
+        "created_at": revision.created_at.isoformat(),
+        "description": revision.description,
+        "tags": revision.tags,
+    }
+
+
+def config_objects(*, config_type: ConfigType, user, revision: int | None = None) -> dict:
+    """``{name: body}`` of a type's objects ``user`` may see, as they are now or were at ``revision``."""
+    if revision is None:
+        return visible_objects(user, config_type, config_state([config_type])[config_type])
+    return config_revision_get(config_type=config_type, revision=revision, user=user).snapshot
+
+
+def config_show(*, config_type: ConfigType, user, name: str | None = None, revision: int | None = None) -> dict:
+    """A type's objects (or one, name-keyed) as they are now or were at ``revision``, as ``user`` may see them."""
+    objects = config_objects(config_type=config_type, user=user, revision=revision)
+    if name is None:
+        return objects
+    if name not in objects:
+        when = f" at revision {revision}" if revision else ""
+        raise NotFound(f"{config_type} '{name}' does not exist{when}")
+    return {name: objects[name]}
+
+
+def config_diff(*, config_type: ConfigType, user, revision: int, other: int | None = None) -> str:
+    """A unified diff from ``revision`` to ``other`` (or to the current state), object by object, of what
+    ``user`` may see."""
+    before = config_objects(config_type=config_type, user=user, revision=revision)
+    after = config_objects(config_type=config_type, user=user, revision=other)
+    return snapshot_diff(config_type, before, after, str(revision), "current" if other is None else str(other))
+
+
+def revision_changes(*, revision: ConfigRevision, user) -> tuple[int | None, str]:
+    """What ``revision`` (as ``config_revision_get`` gave it) changed: the number of the revision before it and
+    the diff from that one, of the objects ``user`` may see. ``(None, "")`` for a type's first revision."""
+    previous = (
+        ConfigRevision.objects.filter(config_type=revision.config_type, revision__lt=revision.revision)
+        .order_by("-revision")
+        .first()
+    )
+    if previous is None:
+        return None, ""
+    before = visible_objects(user, revision.config_type, previous.snapshot)
+    config_type = ConfigType(revision.config_type)
+    return previous.revision, snapshot_diff(
+        config_type, before, revision.snapshot, str(previous.revision), str(revision.revision)
+    )
+
+
+def snapshot_diff(config_type: ConfigType, before: dict, after: dict, before_label: str, after_label: str) -> str:
+    """A unified diff between two ``{name: body}`` states, object by object."""
+    revision = before_label
+    lines: list[str] = []
+    for name in sorted(before.keys() | after.keys()):
+        old = json.dumps(before[name], indent=2, sort_keys=True).splitlines() if name in before else []
+        new = json.dumps(after[name], indent=2, sort_keys=True).splitlines() if name in after else []
+        lines.extend(
+            difflib.unified_diff(
+                old,
+                new,
+                fromfile=f"{config_type}:{revision}/{name}",
+                tofile=f"{config_type}:{after_label}/{name}",
+                lineterm="",
+            )
+        )
+    return "\n".join(lines)
+
+
+def pod_templates_visible(*, user):
+    """Every pod template for a reader of the type, else none."""
+    return PodTemplate.objects.restrict(user)
+
+
+def resource_validations_visible(*, user):
+    """Every validation set for a reader of the type, else none."""
+    return ResourceValidation.objects.restrict(user)

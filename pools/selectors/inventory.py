@@ -1,0 +1,317 @@
+"""Reads of the synced inventory: backends, nodes, pods, memberships, the node table and node checks.
+
+The node table (``resource_index`` → ``resource_numbers``) is what the nodes page, ``/api/resources/`` and
+``poolctl resource list`` show; ``NodeFilterSet`` (pools.filtersets) filters it for all three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import NamedTuple
+
+from django.db.models import Count, DecimalField, F, Q, Value
+from django.db.models.functions import Greatest
+
+from accounts import access
+
+from ..choices import BackendKind
+from ..engine.accounting import resource_type, usage_pair
+from ..engine.errors import ConfigError, EngineError, NotFound
+from ..engine.permissions import LIST_FLEET, VIEW_POOL
+from ..engine.validation import NodeResources, check_request, parse_rules
+from ..models import (
+    Backend,
+    Node,
+    NodeMembership,
+    Pod,
+    Pool,
+    ResourceValidation,
+    placements_pairs,
+)
+from .pools import platform_validation_names, pool_get, pool_platform_render, pool_platforms
+
+GI = Decimal(1024**3)
+
+
+# A node's free GPUs, never negative (a node may report more in use than allocatable).
+NODE_FREE_GPUS = Greatest(
+    F("gpu") - F("gpu_used"), Value(0), output_field=DecimalField(max_digits=14, decimal_places=3)
+)
+
+
+def node_usage(nodes: Iterable[Node]) -> dict[int, dict[str, Decimal]]:
+    """Requests of the non-terminated pods bound to each node, by node id (kept on the node by sync)."""
+    return {
+        node.pk: {
+            "cpu": Decimal(node.cpu_used),
+            "memory": Decimal(node.memory_used),
+            "storage": Decimal(node.storage_used),
+            "gpu": Decimal(node.gpu_used),
+        }
+        for node in nodes
+    }
+
+
+def pool_check(*, pool_name: str, user, platform: str | None = None, user_values: dict | None = None) -> dict:
+    """Would this request fit? Static rules once, per-node rules against each member node (SEMANTICS.md §4)."""
+    pool = pool_get(pool_name, user=user)
+    rendered = pool_platform_render(pool, platform, user_values)
+    platform_name = rendered["platform"]
+    platform_obj = pool_platforms(pool)[platform_name]
+    rules = []
+    sets = dict(
+        ResourceValidation.objects.filter(name__in=platform_validation_names(pool, platform_obj)).values_list(
+            "name", "rules"
+        )
+    )
+    for name in platform_validation_names(pool, platform_obj):
+        if name not in sets:
+            raise ConfigError(f"pool '{pool.name}' names resource validation '{name}', which does not exist")
+        rules.extend(parse_rules(sets[name], source=name))
+    nodes = list(Node.objects.filter(memberships__pool=pool, memberships__platform_name=platform_name).order_by("name"))
+    usage = node_usage(nodes)
+    zero = {"cpu": Decimal(0), "memory": Decimal(0), "storage": Decimal(0), "gpu": Decimal(0)}
+    resources = []
+    for node in nodes:
+        used = usage.get(node.pk, zero)
+        resources.append(
+            NodeResources(
+                name=node.name,
+                cpu=node.cpu,
+                gpu=node.gpu,
+                memory=Decimal(node.memory),
+                storage=Decimal(node.storage),
+                free_cpu=node.cpu - used["cpu"],
+                free_gpu=node.gpu - used["gpu"],
+                free_memory=Decimal(node.memory) - used["memory"],
+                free_storage=Decimal(node.storage) - used["storage"],
+                gpu_product=node.gpu_product,
+                available=node.available,
+                reason=node.unavailable_reason,
+            )
+        )
+    try:
+        verdict = check_request(rules, rendered["variables"], resources, platform=platform_name)
+    except EngineError as exc:  # a rule that costs more to render than a render may (SEMANTICS §7.3)
+        raise ConfigError(str(exc)) from None
+    return {"pool": pool.name, "platform": platform_name, **verdict.as_dict()}
+
+
+class NodeTableRow(NamedTuple):
+    """One row of the node table without its numbers: what filtering, sorting and paging need."""
+
+    node_id: int
+    node: str
+    backend: str
+    pool: str
+    platform: str
+    type: str
+    status: str  # available / cordoned / unavailable
+    gpu_product: str
+
+
+def resource_index(*, user, pool: str | None = None, platform: str | None = None) -> list[NodeTableRow]:
+    """The rows of ``poolctl resource list`` as light tuples: one per (node, pool, platform), UNUSED nodes once.
+
+    One query over the node table's small columns (memberships come with each node, ``Node.placements``).
+    Only rows of pools ``user`` may see, and UNUSED nodes only for those allowed ``LIST_FLEET``.
+    ``resource_rows`` adds the numbers to the rows a caller keeps.
+    """
+    pool_names = dict(Pool.objects.values_list("id", "name"))
+    visible = set(access.visible(user, VIEW_POOL, pool_names.values()))
+    show_unused = access.allows(user, LIST_FLEET)
+    if pool:
+        pool_obj = pool_get(pool, user=user)
+        if platform and platform not in pool_platforms(pool_obj):
+            raise NotFound(f"pool '{pool}' has no platform '{platform}'")
+    elif platform:
+        raise ConfigError("--platform needs --pool")
+    nodes = Node.objects.all()
+    if pool:
+        nodes = nodes.filter(memberships__pool=pool_obj).distinct()
+    elif not show_unused:
+        nodes = nodes.filter(memberships__pool__name__in=visible).distinct()
+    nodes = nodes.order_by("name").values_list(
+        "id", "name", "backend__name", "placements", "available", "unschedulable", "gpu_product"
+    )
+    rows = []
+    for node_id, name, backend, placements, available, cordoned, product in nodes:
+        pairs = sorted(
+            (pool_names[p], platform_name) for p, platform_name in placements_pairs(placements) if p in pool_names
+        )
+        kind = resource_type(len({pool_name for pool_name, _ in pairs}))
+        status = "available" if available else "cordoned" if cordoned else "unavailable"
+        for pool_name, platform_name in pairs or [("", "")]:
+            if pool and (pool_name != pool or (platform and platform_name != platform)):
+                continue
+            if pool_name not in visible if pool_name else not show_unused:
+                continue
+            rows.append(NodeTableRow(node_id, name, backend, pool_name, platform_name, kind, status, product))
+    return rows
+
+
+def resource_numbers(index: Iterable[NodeTableRow]) -> dict[int, dict]:
+    """By node id, for the nodes of these index rows: availability, GPU, CPU, memory and storage used of
+    capacity, MIG devices by profile, time-slicing. A node deleted since the index was read is missing."""
+    ids = list({row.node_id for row in index})
+    # The node table's number columns only: labels, taints and conditions are the biggest part of a row.
+    nodes = [
+        node
+        for chunk in range(0, len(ids), 5000)
+        for node in Node.objects.filter(pk__in=ids[chunk : chunk + 5000]).defer(
+            "labels", "taints", "conditions", "allocatable"
+        )
+    ]
+    usage = node_usage(nodes)
+    mig = node_mig_usage(nodes)
+    return {
+        node.pk: {
+            "available": node.available,
+            "reason": node.unavailable_reason,
+            "gpu": _pair(usage[node.pk]["gpu"], node.gpu),
+            "cpu": _pair(usage[node.pk]["cpu"], node.cpu),
+            "memory_gi": _pair(usage[node.pk]["memory"], Decimal(node.memory), GI),
+            "storage_gi": _pair(usage[node.pk]["storage"], Decimal(node.storage), GI),
+            "mig": mig.get(node.pk, {}),
+            "time_sliced": node.gpu_replicas > 1,
+        }
+        for node in nodes
+    }
+
+
+def resource_rows(index: list[NodeTableRow]) -> list[dict]:
+    """The index rows with their numbers, in the index's order (rows of nodes deleted meanwhile left out)."""
+    numbers = resource_numbers(index)
+    return [
+        {"node": row.node, "pool": row.pool, "platform": row.platform, "type": row.type, **numbers[row.node_id]}
+        for row in index
+        if row.node_id in numbers
+    ]
+
+
+def resource_list(*, user, pool: str | None = None, platform: str | None = None) -> list[dict]:
+    """The rows of ``poolctl resource list`` (and ``/api/resources/``): ``resource_index`` with the numbers."""
+    return resource_rows(resource_index(pool=pool, platform=platform, user=user))
+
+
+def node_mig_usage(nodes: list[Node]) -> dict[int, dict[str, dict]]:
+    """MIG devices per profile of the nodes that have them: ``{profile: {"used", "capacity"}}`` by node id."""
+    mig_nodes = {(node.backend_id, node.name): node for node in nodes if node.mig_devices}
+    result = {
+        node.pk: {profile: {"used": 0, "capacity": count} for profile, count in sorted(node.mig_devices.items())}
+        for node in mig_nodes.values()
+    }
+    if not mig_nodes:
+        return result
+    pods = (
+        Pod.objects.filter(backend_id__in={b for b, _ in mig_nodes}, node_name__in={n for _, n in mig_nodes})
+        .exclude(mig_devices={})
+        .values_list("backend_id", "node_name", "mig_devices")
+    )
+    for backend_id, node_name, devices in pods:
+        node = mig_nodes.get((backend_id, node_name))
+        if node is None:
+            continue
+        for profile, count in devices.items():
+            entry = result[node.pk].setdefault(profile, {"used": 0, "capacity": 0})
+            entry["used"] = min(entry["capacity"], entry["used"] + count)
+    return result
+
+
+def _pair(used: Decimal, capacity: Decimal, unit: Decimal = Decimal(1)) -> dict:
+    used_out, capacity_out = usage_pair(used, capacity, unit)
+    return {"used": used_out, "capacity": capacity_out}
+
+
+def backend_health(*, user) -> list[dict]:
+    """Per backend ``user`` may see: last contact, last sync duration and error, node counts by availability."""
+
+    return list(
+        Backend.objects.restrict(user)
+        .order_by("name")
+        .annotate(
+            nodes_available=Count("nodes", filter=Q(nodes__available=True)),
+            nodes_unavailable=Count("nodes", filter=Q(nodes__available=False)),
+        )
+        .values(
+            "name",
+            "kind",
+            "last_heartbeat",
+            "last_sync_at",
+            "last_sync_duration",
+            "last_sync_error",
+            "nodes_available",
+            "nodes_unavailable",
+        )
+    )
+
+
+def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:
+    """The pool's non-terminated pods grouped by namespace and user: running, pending and their GPUs (one query)."""
+    groups: dict[tuple[str, str], dict] = {}
+    pods = Pod.objects.filter(backend_id=pool.backend_id, pool_name=pool.name)
+    for namespace, labels, phase, gpu in pods.values_list("namespace", "labels", "phase", "gpu"):
+        user = (labels or {}).get(user_label, "")
+        group = groups.setdefault(
+            (namespace, user), {"namespace": namespace, "user": user, "running": 0, "pending": 0, "gpu": Decimal(0)}
+        )
+        if phase == "Pending":
+            group["pending"] += 1
+        else:
+            group["running"] += 1
+        group["gpu"] += gpu
+    return [{**group, "gpu": float(group["gpu"])} for _, group in sorted(groups.items())]
+
+
+def node_details(node_ids: Iterable[int]) -> dict[int, dict]:
+    """Labels, taints, GPU product, backend and cordon state of nodes by id, for the node table (one query).
+
+    By id, not name: two backends may each have a node of the same name.
+    """
+    rows = Node.objects.filter(pk__in=set(node_ids)).values_list(
+        "id", "backend__name", "labels", "taints", "gpu_product", "unschedulable"
+    )
+    return {
+        node_id: {
+            "backend": backend,
+            "labels": labels or {},
+            "taints": taints or [],
+            "gpu_product": product,
+            "cordoned": cordoned,
+        }
+        for node_id, backend, labels, taints, product, cordoned in rows
+    }
+
+
+def backends_visible(*, user):
+    """Backends ``user`` may read."""
+    return Backend.objects.restrict(user)
+
+
+def nodes_visible(*, user):
+    """Nodes of the pools ``user`` may read; every node, unused ones too, with ``LIST_FLEET``."""
+    return Node.objects.restrict(user).select_related("backend")
+
+
+def pods_visible(*, user):
+    """Pods labelled with a visible pool of their own backend; every pod with ``LIST_FLEET``."""
+    return Pod.objects.restrict(user).select_related("backend")
+
+
+def memberships_visible(*, user):
+    """Node ↔ (pool, platform) rows of the pools ``user`` may read."""
+    return NodeMembership.objects.restrict(user).select_related("node", "node__backend", "pool")
+
+
+def backends_to_sync():
+    """The backends that have an inventory to read: every kind but a ``file`` backend without a file."""
+    return Backend.objects.exclude(kind=BackendKind.FILE, source="")
+
+
+def backend_get(name: str, *, user) -> Backend:
+    """One backend; a backend the user may not read does not exist for them."""
+    backend = Backend.objects.restrict(user).filter(name=name).first()
+    if backend is None:
+        raise NotFound(f"backend '{name}' does not exist")
+    return backend

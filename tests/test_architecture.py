@@ -1,0 +1,82 @@
+"""The layers of docs/architecture.md, checked on the source: a forbidden import fails here, not in review.
+
+Each rule reads every ``import`` statement of a module (at any depth, function-level ones included), so a
+dependency cannot hide inside a function.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def modules(package: str) -> list[Path]:
+    return sorted(path for path in (ROOT / package).rglob("*.py") if "migrations" not in path.parts)
+
+
+def imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, as absolute dotted names (relative imports resolved)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def offenders(package: str, forbidden) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in modules(package)
+        for name in sorted(imported(path))
+        if forbidden(name)
+    ]
+
+
+def test_the_engine_imports_no_django_and_nothing_of_the_apps():
+    assert offenders(
+        "pools/engine",
+        lambda name: name.split(".")[0] in {"django", "rest_framework", "accounts", "celery"}
+        or (name.startswith("pools.") and not name.startswith("pools.engine")),
+    ) == []
+
+
+def test_accounts_builds_on_the_engine_only_never_on_the_rest_of_pools():
+    assert offenders("accounts", lambda name: name.startswith("pools") and not name.startswith("pools.engine")) == []
+
+
+@pytest.mark.parametrize("layer", ["pools/selectors", "pools/services", "pools/querysets.py", "pools/models.py"])
+def test_reads_and_writes_never_reach_up_into_views_the_api_or_commands(layer):
+    above = ("pools.views", "pools.api", "pools.management", "pools.forms", "pools.cli", "pools.tasks")
+    paths = [ROOT / layer] if layer.endswith(".py") else modules(layer)
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in paths
+        for name in sorted(imported(path))
+        if name.startswith(above)
+    ]
+    assert found == []
+
+
+def test_selectors_never_write():
+    assert offenders("pools/selectors", lambda name: name.startswith("pools.services")) == []
+
+
+def test_no_module_is_named_after_its_callers():
+    # A module says what it holds ("inventory", "capacity"), not who calls it ("web", "api_helpers").
+    caller_words = {"web", "webui", "ui", "rest", "helpers", "utils", "misc", "common"}
+    named = [
+        str(path.relative_to(ROOT))
+        for package in ("pools", "accounts")
+        for path in modules(package)
+        if path.stem in caller_words
+    ]
+    assert named == []
