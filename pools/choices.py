@@ -1,6 +1,10 @@
-"""Enumerations shared by models, services, forms and the CLI."""
+"""The console's vocabulary: every word a page, the API, ``poolctl``, a filter, a metric or the docs uses for a
+state is defined here once, with its label.
+"""
 
 from django.db import models
+
+from .engine import accounting
 
 
 class ConfigType(models.TextChoices):
@@ -22,9 +26,55 @@ class BackendKind(models.TextChoices):
 
 
 class PoolStatus(models.TextChoices):
+    """A pool: in maintenance (its own switch), else online while its backend is (``BackendStatus``)."""
+
     ONLINE = "ONLINE", "Online"
     OFFLINE = "OFFLINE", "Offline"
     MAINTENANCE = "MAINTENANCE", "Maintenance"
+
+
+class BackendStatus(models.TextChoices):
+    """A backend is online while its last successful contact is within ``GPUPOOL["ONLINE_WINDOW_SECONDS"]``."""
+
+    ONLINE = "ONLINE", "Online"
+    OFFLINE = "OFFLINE", "Offline"
+
+
+class NodeStatus(models.TextChoices):
+    """A node's state; the three never overlap.
+
+    - ``available``: schedulable and every readiness rule of its backend holds; it adds to capacity.
+    - ``cordoned``: marked unschedulable (``kubectl cordon``), whatever its conditions.
+    - ``unavailable``: not cordoned, but a readiness rule fails (NotReady, pressure); the reason says which.
+    """
+
+    AVAILABLE = "available", "Available"
+    UNAVAILABLE = "unavailable", "Unavailable"
+    CORDONED = "cordoned", "Cordoned"
+
+    @classmethod
+    def of(cls, *, available: bool, cordoned: bool) -> "NodeStatus":
+        if cordoned:
+            return cls.CORDONED
+        return cls.AVAILABLE if available else cls.UNAVAILABLE
+
+
+class ResourceType(models.TextChoices):
+    """How a node is used, by the number of pools that select it (OSMO's resource type)."""
+
+    RESERVED = accounting.RESERVED, "Reserved (one pool)"
+    SHARED = accounting.SHARED, "Shared (several pools)"
+    UNUSED = accounting.UNUSED, "Unused (no pool)"
+
+
+class SyncState(models.TextChoices):
+    """Where a sync the web console asked for stands (``/api/jobs/{id}/`` answers Celery's task states)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Syncing"
+    DONE = "done", "Synced"
+    FAILED = "failed", "Failed"
+    TIMEOUT = "timeout", "No answer"
 
 
 class RevisionAction(models.TextChoices):

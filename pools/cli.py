@@ -77,7 +77,7 @@ def resource_list_text(resources: list[dict]) -> str:
             r["pool"] or "-",
             r["platform"] or "-",
             r["type"],
-            "yes" if r["available"] else f"no ({r['reason']})",
+            r["status"] if r["status"] == "available" else f"{r['status']} ({r['reason']})",
             fraction(r["gpu"]),
             fraction(r["cpu"]),
             fraction(r["memory_gi"]),
@@ -86,7 +86,7 @@ def resource_list_text(resources: list[dict]) -> str:
         for r in resources
     ]
     return table(
-        ["Node", "Pool", "Platform", "Type", "Available", "GPU [#]", "CPU [#]", "Memory [Gi]", "Storage [Gi]"], rows
+        ["Node", "Pool", "Platform", "Type", "Status", "GPU [#]", "CPU [#]", "Memory [Gi]", "Storage [Gi]"], rows
     )
 
 

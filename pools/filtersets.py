@@ -1,11 +1,16 @@
 """One FilterSet per model, shared by the UI list pages and the API's ``?field=`` parameters."""
 
 import django_filters
-from django.db.models import Q
+from django import forms
+from django.db.models import Count, OuterRef, Q, Subquery, TextField
+from django.db.models.functions import Cast, Coalesce
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import Role
 
-from .choices import BackendKind, ConfigType
+from .choices import BackendKind, ConfigType, NodeStatus, PoolStatus, ResourceType
 from .models import (
     Backend,
     ConfigRevision,
@@ -17,7 +22,23 @@ from .models import (
     Pool,
     ResourceValidation,
     UsageSample,
+    online_window,
 )
+from .querysets import node_status_q
+
+
+def filter_errors(filterset: django_filters.FilterSet) -> str:
+    """A filterset's errors as one line: ``status: Select a valid choice. …; pool: at most 100 names``."""
+    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in filterset.errors.items())
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class StrictBooleanFilter(django_filters.TypedChoiceFilter):
+    """``true`` or ``false`` (``1``/``0`` too); anything else is an error, not silently no filter."""
+
+    def __init__(self, *args, **kwargs):
+        choices = [("true", "true"), ("false", "false"), ("1", "1"), ("0", "0")]
+        super().__init__(*args, choices=choices, coerce=lambda value: value in ("true", "1"), **kwargs)
 
 
 class SearchFilterSet(django_filters.FilterSet):
@@ -57,13 +78,34 @@ class ResourceValidationFilterSet(SearchFilterSet):
 
 
 class PoolFilterSet(SearchFilterSet):
+    """The pools' filters: the overview, ``/api/pools/``, ``/api/pool-quota/`` and ``poolctl pool list``.
+
+    ``status`` is a ``PoolStatus``; ``free`` keeps the pools with free GPUs, which the GPU accounting decides
+    after the query (``pools.selectors.pool_list`` applies it; here it filters nothing).
+    """
+
     search_fields = ("name", "description")
-    backend = django_filters.CharFilter(field_name="backend__name")
-    platform = django_filters.CharFilter(field_name="platforms__name", distinct=True)
+    backend = django_filters.CharFilter(field_name="backend__name", label="backend name")
+    platform = django_filters.CharFilter(field_name="platforms__name", distinct=True, label="has this platform")
+    status = django_filters.ChoiceFilter(
+        choices=PoolStatus.choices, method="by_status", label=f"one of {', '.join(PoolStatus.values)}"
+    )
+    free = StrictBooleanFilter(method="after_accounting", label="true: only pools with free GPUs")
 
     class Meta:
         model = Pool
         fields = ["name", "backend", "enable_maintenance", "default_platform"]
+
+    def by_status(self, queryset, name, value):
+        recent = Q(backend__last_heartbeat__gt=timezone.now() - online_window())
+        if value == PoolStatus.MAINTENANCE:
+            return queryset.filter(enable_maintenance=True)
+        if value == PoolStatus.ONLINE:
+            return queryset.filter(recent, enable_maintenance=False)
+        return queryset.filter(~recent | Q(backend__last_heartbeat__isnull=True), enable_maintenance=False)
+
+    def after_accounting(self, queryset, name, value):
+        return queryset
 
 
 class RoleFilterSet(SearchFilterSet):
@@ -74,27 +116,105 @@ class RoleFilterSet(SearchFilterSet):
         fields = ["name", "sync_mode", "immutable"]
 
 
+class NamesField(forms.Field):
+    """Names given repeated (``?pool=a&pool=b``) or comma-separated (``?pool=a,b``): at most 100, each bounded."""
+
+    widget = forms.TextInput
+    MAX_NAMES = 100
+    MAX_LENGTH = 253
+
+    def to_python(self, value):
+        values = value if isinstance(value, list | tuple) else [] if value in (None, "") else [value]
+        names = [name.strip() for item in values for name in str(item).split(",") if name.strip()]
+        if len(names) > self.MAX_NAMES:
+            raise forms.ValidationError(f"at most {self.MAX_NAMES} names")
+        if any(len(name) > self.MAX_LENGTH for name in names):
+            raise forms.ValidationError(f"a name has at most {self.MAX_LENGTH} characters")
+        return list(dict.fromkeys(names))
+
+
+class NamesWidget(forms.TextInput):
+    def value_from_datadict(self, data, files, name):
+        return data.getlist(name) if hasattr(data, "getlist") else data.get(name)
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class NamesFilter(django_filters.Filter):
+    """Rows whose field is one of the names given; nothing given, no filtering."""
+
+    field_class = NamesField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", NamesWidget)
+        super().__init__(*args, lookup_expr="in", **kwargs)
+
+
 class NodeFilterSet(SearchFilterSet):
-    search_fields = ("name", "gpu_product")
-    backend = django_filters.CharFilter(field_name="backend__name")
-    pool = django_filters.CharFilter(field_name="memberships__pool__name", distinct=True)
-    platform = django_filters.CharFilter(field_name="memberships__platform_name", distinct=True)
-    gpu_product = django_filters.CharFilter()
+    """The node table's filters, one meaning wherever they are given: the nodes page, ``/api/nodes/``,
+    ``/api/resources/`` and ``poolctl resource list`` (``pools.selectors.resource_index`` applies them).
+
+    ``pool`` and ``platform`` keep the nodes that one membership places in one of those pools *and* one of
+    those platforms; ``status`` is a ``NodeStatus``, ``type`` a ``ResourceType``; ``q`` finds a text in the
+    node's name, GPU product or labels, and ``key=value`` finds that label.
+    """
+
+    q = django_filters.CharFilter(method="search", label="text in the name, GPU product or labels; or key=value")
+    name = django_filters.CharFilter(label="node name")
+    backend = django_filters.CharFilter(field_name="backend__name", label="backend name")
+    pool = NamesFilter(method="by_placement", label="pool names, repeated or comma-separated")
+    platform = NamesFilter(method="by_placement", label="platform names, repeated or comma-separated")
+    gpu_product = django_filters.CharFilter(label="GPU product, as its label says")
+    available = StrictBooleanFilter(label="true or false: adds to capacity (true is status=available)")
     status = django_filters.ChoiceFilter(
-        choices=[("available", "Available"), ("unavailable", "Unavailable"), ("cordoned", "Cordoned")],
-        method="by_status",
+        choices=NodeStatus.choices, method="by_status", label=f"one of {', '.join(NodeStatus.values)}"
+    )
+    type = django_filters.ChoiceFilter(
+        choices=ResourceType.choices, method="by_type", label=f"one of {', '.join(ResourceType.values)}"
     )
 
     class Meta:
         model = Node
         fields = ["name", "backend", "gpu_product", "available", "pool", "platform"]
 
+    def search(self, queryset, name, value):
+        needle = value.strip()
+        if not needle:
+            return queryset
+        queryset = queryset.annotate(labels_text=Cast("labels", TextField()))
+        condition = Q(name__icontains=needle) | Q(gpu_product__icontains=needle) | Q(labels_text__icontains=needle)
+        key, equals, label_value = needle.partition("=")
+        if equals and key.strip():
+            condition |= Q(**{f"labels__{key.strip()}": label_value.strip()})
+        return queryset.filter(condition)
+
+    def by_placement(self, queryset, name, value):
+        # Both in one filter() call, so that one membership must match both (the first of the two does it).
+        if name != "pool" and self.form.cleaned_data.get("pool"):
+            return queryset
+        placed = {}
+        if pools := self.form.cleaned_data.get("pool"):
+            placed["pool__name__in"] = pools
+        if platforms := self.form.cleaned_data.get("platform"):
+            placed["platform_name__in"] = platforms
+        if not placed:
+            return queryset
+        return queryset.filter(pk__in=NodeMembership.objects.filter(**placed).values("node_id"))
+
     def by_status(self, queryset, name, value):
-        if value == "available":
-            return queryset.filter(available=True)
-        if value == "cordoned":
-            return queryset.filter(unschedulable=True)
-        return queryset.filter(available=False)
+        return queryset.filter(node_status_q(value))
+
+    def by_type(self, queryset, name, value):
+        pool_count = (
+            NodeMembership.objects.filter(node_id=OuterRef("pk"))
+            .order_by()
+            .values("node_id")
+            .annotate(pools=Count("pool_id", distinct=True))
+            .values("pools")
+        )
+        queryset = queryset.annotate(pool_count=Coalesce(Subquery(pool_count), 0))
+        if value == ResourceType.UNUSED:
+            return queryset.filter(pool_count=0)
+        return queryset.filter(pool_count=1) if value == ResourceType.RESERVED else queryset.filter(pool_count__gt=1)
 
 
 class PodFilterSet(SearchFilterSet):

@@ -50,15 +50,17 @@ class InventoryCollector:
         duration = GaugeMetricFamily(
             "gpupool_backend_sync_duration_seconds", "Duration of the last full sync", labels=["backend"]
         )
-        nodes = GaugeMetricFamily("gpupool_backend_nodes", "Nodes by availability", labels=["backend", "state"])
+        nodes = GaugeMetricFamily(
+            "gpupool_backend_nodes", "Nodes by status: available, unavailable, cordoned", labels=["backend", "state"]
+        )
         errors = GaugeMetricFamily("gpupool_backend_sync_error", "1 while the last contact failed", labels=["backend"])
         for row in selectors.backend_health(user=SYSTEM):
             if row["last_heartbeat"]:
                 age.add_metric([row["name"]], (now - row["last_heartbeat"]).total_seconds())
             if row["last_sync_duration"] is not None:
                 duration.add_metric([row["name"]], row["last_sync_duration"])
-            nodes.add_metric([row["name"], "available"], row["nodes_available"])
-            nodes.add_metric([row["name"], "unavailable"], row["nodes_unavailable"])
+            for state, count in row["nodes"].items():
+                nodes.add_metric([row["name"], state], count)
             errors.add_metric([row["name"]], 1 if row["last_sync_error"] else 0)
         yield from (age, duration, nodes, errors)
 

@@ -6,10 +6,14 @@ services keep them consistent. Nodes and pods keep only what membership and GPU 
 Nothing here writes on its own: every change goes through ``pools.services``.
 """
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from . import querysets
-from .choices import BackendKind, ChangeOrigin, ConfigType, RevisionAction
+from .choices import BackendKind, BackendStatus, ChangeOrigin, ConfigType, RevisionAction
 
 
 def default_node_conditions():
@@ -18,6 +22,18 @@ def default_node_conditions():
 
 def default_pool_resources():
     return {"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}
+
+
+def online_window() -> timedelta:
+    """How recent a backend's last successful contact must be for it to be online."""
+    return timedelta(seconds=settings.GPUPOOL["ONLINE_WINDOW_SECONDS"])
+
+
+def backend_status(last_heartbeat, now=None) -> BackendStatus:
+    """ONLINE while the last successful contact is within ``online_window()``, else OFFLINE."""
+    if last_heartbeat and (now or timezone.now()) - last_heartbeat < online_window():
+        return BackendStatus.ONLINE
+    return BackendStatus.OFFLINE
 
 
 class Backend(models.Model):
@@ -51,6 +67,10 @@ class Backend(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def status(self) -> BackendStatus:
+        return backend_status(self.last_heartbeat)
 
 
 class PodTemplate(models.Model):

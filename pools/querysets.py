@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from accounts.access import allows, is_system, visible
+from pools.choices import NodeStatus
 from pools.engine.permissions import LIST_FLEET, OBJECT_READ, VIEW_BACKEND, VIEW_CONFIG, VIEW_POOL
 
 
@@ -103,6 +104,18 @@ class PodTemplateQuerySet(ConfigTypeQuerySet):
 
 class ResourceValidationQuerySet(ConfigTypeQuerySet):
     config_type = "RESOURCE_VALIDATION"
+
+
+_NODE_STATUS_FIELDS = {
+    NodeStatus.AVAILABLE: {"available": True, "unschedulable": False},
+    NodeStatus.UNAVAILABLE: {"available": False, "unschedulable": False},
+    NodeStatus.CORDONED: {"unschedulable": True},
+}
+
+
+def node_status_q(status: str, prefix: str = "") -> Q:
+    """The nodes in ``status`` (a ``NodeStatus``); ``prefix`` is the path from another model, e.g. ``nodes__``."""
+    return Q(**{f"{prefix}{field}": value for field, value in _NODE_STATUS_FIELDS[NodeStatus(status)].items()})
 
 
 class NodeQuerySet(models.QuerySet):

@@ -8,7 +8,7 @@ import logging
 
 from celery import shared_task
 
-from . import services
+from . import selectors, services
 from .inventory.records import InventoryError
 from .models import Backend
 
@@ -34,7 +34,7 @@ def sync_backend(backend_id: int) -> dict:
 @shared_task
 def sync_all_backends() -> int:
     """Queue a sync of every backend that has an inventory source."""
-    ids = list(Backend.objects.exclude(kind="file", source="").values_list("pk", flat=True))
+    ids = list(selectors.backends_to_sync().values_list("pk", flat=True))
     for backend_id in ids:
         sync_backend.delay(backend_id)
     return len(ids)

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import wraps
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -36,10 +35,11 @@ from accounts.models import Role
 from accounts.tokens import parse_lifetime
 
 from . import selectors, services
-from .choices import ChangeOrigin, ConfigType, PoolStatus
+from .choices import ChangeOrigin, ConfigType, NodeStatus, PoolStatus, ResourceType, SyncState
 from .configs import TYPE_LABELS, body_etag, normalize_body, parse_revision_number, users_of
 from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
 from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS
+from .filtersets import NodeFilterSet, PoolFilterSet
 from .forms import (
     DocumentForm,
     PoolForm,
@@ -100,9 +100,9 @@ def gate_answers(view: Callable) -> Callable:
     return wrapper
 
 
-def page_or_fragment(request, page: str, fragment: str, context: dict) -> HttpResponse:
+def page_or_fragment(request, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
     """The whole page, or only its live fragment for an htmx request; caches keep the two apart."""
-    response = render(request, fragment if request.htmx else page, context)
+    response = render(request, fragment if request.htmx else page, context, status=status)
     patch_vary_headers(response, ["HX-Request"])
     return response
 
@@ -126,25 +126,14 @@ def export(rows: list[dict], columns: list[str], filename: str, fmt: str) -> Htt
 
 
 def overview_rows(request) -> tuple[list[dict], dict]:
-    """The visible pools with their node summary, filtered as the query string says."""
-    rows = selectors.pool_list(user=request.user)
-    filters = {
-        "q": request.GET.get("q", "").strip(),
-        "status": request.GET.get("status", ""),
-        "backend": request.GET.get("backend", ""),
-        "free": request.GET.get("free", ""),
-    }
-    backends = sorted({row["backend"] for row in rows})
-    if filters["q"]:
-        needle = filters["q"].lower()
-        rows = [row for row in rows if needle in row["name"].lower() or needle in row["description"].lower()]
-    if filters["status"]:
-        rows = [row for row in rows if row["status"] == filters["status"]]
-    if filters["backend"]:
-        rows = [row for row in rows if row["backend"] == filters["backend"]]
-    if filters["free"]:
-        rows = [row for row in rows if row["gpu"]["total_free"] > 0]
-    return rows, {"filters": filters, "backends": backends}
+    """The visible pools with their GPU numbers, filtered by the query string (``PoolFilterSet``'s parameters)."""
+    filters = {key: request.GET.get(key, "").strip() for key in PoolFilterSet.base_filters}
+    error = ""
+    try:
+        rows = selectors.pool_list(user=request.user, filters=request.GET)
+    except ConfigError as exc:
+        rows, error = [], str(exc)
+    return rows, {"filters": filters, "error": error, **selectors.pool_filter_choices(user=request.user)}
 
 
 @login_required
@@ -154,6 +143,8 @@ def overview(request):
     rows, extra = overview_rows(request)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
+        if extra["error"]:
+            return HttpResponse(extra["error"], status=400, content_type="text/plain; charset=utf-8")
         flat = [
             {
                 "name": row["name"],
@@ -167,7 +158,7 @@ def overview(request):
         ]
         return export(flat, POOL_COLUMNS, "pools", fmt)
     summary = selectors.pool_node_summary([row["name"] for row in rows])
-    empty = {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
+    empty = {"nodes": {}, "platforms": {}}
     for row in rows:
         row["summary"] = summary.get(row["name"], empty)
         row["shares_with"] = [name for name in row["node_set"] if name != row["name"]]
@@ -184,7 +175,8 @@ def overview(request):
         "can_create": can_update_config(request.user, ConfigType.POOL),
         **extra,
     }
-    return page_or_fragment(request, "pools/overview.html", "pools/_pool_table.html", context)
+    status = 400 if extra["error"] else 200
+    return page_or_fragment(request, "pools/overview.html", "pools/_pool_table.html", context, status=status)
 
 
 # --- one pool ---------------------------------------------------------------------------------------------
@@ -225,7 +217,7 @@ def pool_detail(request, name: str):
         "platforms": platforms,
         "summary": summary,
         "products": products,
-        "nodes": selectors.resource_list(pool=pool.name, user=request.user),
+        "nodes": selectors.resource_list(user=request.user, filters={"pool": pool.name}),
         "workloads": selectors.pool_workloads(pool),
         "can_edit": can_update_config(request.user, ConfigType.POOL),
         "ranges": list(USAGE_RANGES),
@@ -327,8 +319,8 @@ def pool_edit(request, name: str | None = None):
             )
         except NotFound:
             raise  # what the user may not see is a 404 page, not a form error
-        except Conflict:
-            form.add_error("name", f"pool '{pool_name}' already exists")
+        except Conflict as exc:  # the service's own words: "pool 'x' already exists"
+            attach_problems(form, exc, default_field="name")
         except ConfigError as exc:
             attach_problems(form, exc, default_field="platforms")
         else:
@@ -455,8 +447,8 @@ def document_edit(request, kind: str, name: str | None = None):
             )
         except NotFound:
             raise  # what the user may not see is a 404 page, not a form error
-        except Conflict:
-            form.add_error("name", f"{TYPE_LABELS[config_type]} '{object_name}' already exists")
+        except Conflict as exc:
+            attach_problems(form, exc, default_field="name")
         except ConfigError as exc:
             attach_problems(form, exc, default_field="body")
         else:
@@ -527,32 +519,23 @@ NODE_COLUMNS = [
 @require_GET
 @gate_answers
 def nodes(request):
-    """Every (node, pool, platform) row the user may see, filterable, with labels, taints and reasons."""
-    filters = {
-        key: request.GET.get(key, "").strip() for key in ("q", "pool", "platform", "gpu_product", "status", "type")
-    }
-    index = selectors.resource_index(
-        pool=filters["pool"] or None,
-        platform=(filters["platform"] or None) if filters["pool"] else None,
-        user=request.user,
-    )
-    # Filter and page the light index; only the rows shown (or exported) get their numbers and labels.
-    products = {row.gpu_product for row in index if row.gpu_product}
-    platforms = {row.platform for row in index if row.platform}
-    for field in ("platform", "gpu_product", "status", "type"):
-        if filters[field]:
-            index = [row for row in index if getattr(row, field) == filters[field]]
-    if filters["q"]:
-        needle = filters["q"].lower()
-        labels = selectors.node_details({row.node_id for row in index})
-        index = [
-            row
-            for row in index
-            if needle in row.node.lower()
-            or any(needle in f"{k}={v}".lower() for k, v in labels.get(row.node_id, {}).get("labels", {}).items())
-        ]
+    """Every (node, pool, platform) row the user may see, filterable, with labels, taints and reasons.
+
+    The query string is ``NodeFilterSet``'s, so a link means here what the same parameters mean to
+    ``/api/resources/`` and ``poolctl resource list``.
+    """
+    filters = {key: request.GET.get(key, "").strip() for key in NodeFilterSet.base_filters}
+    error = ""
+    try:
+        index = selectors.resource_index(user=request.user, filters=request.GET)
+    except NotFound:
+        raise
+    except ConfigError as exc:
+        index, error = [], str(exc)
     fmt = request.GET.get("format")
     if fmt in ("csv", "json"):
+        if error:
+            return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
         numbers = selectors.resource_numbers(index)
         flat = [
             {
@@ -592,13 +575,14 @@ def nodes(request):
         "page": page,
         "count": len(index),
         "filters": filters,
-        "pools": [row["name"] for row in selectors.pool_list(user=request.user)],
-        "products": sorted(products),
-        "platforms": sorted(platforms),
-        "types": ["RESERVED", "SHARED", "UNUSED"],
-        "statuses": ["available", "unavailable", "cordoned"],
+        "error": error,
+        **selectors.node_filter_choices(user=request.user),
+        "types": ResourceType.values,
+        "statuses": NodeStatus.choices,
     }
-    return page_or_fragment(request, "pools/nodes.html", "pools/_node_table.html", context)
+    return page_or_fragment(
+        request, "pools/nodes.html", "pools/_node_table.html", context, status=400 if error else 200
+    )
 
 
 # --- backends ---------------------------------------------------------------------------------------------
@@ -609,10 +593,7 @@ def nodes(request):
 def backends(request):
     """Each backend the user may read: sync status, last contact, duration, last error, node counts."""
     rows = selectors.backend_health(user=request.user)
-    window = timedelta(seconds=settings.GPUPOOL["ONLINE_WINDOW_SECONDS"])
-    now = timezone.now()
     for row in rows:
-        row["online"] = bool(row["last_heartbeat"] and now - row["last_heartbeat"] < window)
         row["can_sync"] = allows(request.user, OPERATE_BACKEND, row["name"])
     return render(request, "pools/backends.html", {"rows": rows})
 
@@ -625,7 +606,7 @@ def backend_sync(request, name: str):
     requested = timezone.now()
     services.backend_sync_request(name=name, actor=actor_of(request))
     return render(
-        request, "pools/_sync_progress.html", {"name": name, "since": requested.timestamp(), "state": "queued"}
+        request, "pools/_sync_progress.html", {"name": name, "since": requested.timestamp(), "state": SyncState.QUEUED}
     )
 
 
@@ -642,15 +623,15 @@ def backend_sync_status(request, name: str):
         since = None
     if since is None:
         return HttpResponse("since= must be when the sync was requested, in seconds since 1970", status=400)
-    state = "running"
+    state = SyncState.RUNNING
     if backend.last_sync_at and backend.last_sync_at >= since:
-        state = "done"
+        state = SyncState.DONE
     elif backend.last_sync_error and timezone.now() - since > timedelta(seconds=2):
-        state = "failed"
+        state = SyncState.FAILED
     elif timezone.now() - since > SYNC_GIVE_UP:
-        state = "timeout"
+        state = SyncState.TIMEOUT
     context = {"name": name, "since": since.timestamp(), "state": state, "backend": backend}
-    return render(request, "pools/_sync_progress.html", context, status=200 if state == "running" else 286)
+    return render(request, "pools/_sync_progress.html", context, status=200 if state == SyncState.RUNNING else 286)
 
 
 # --- what-if ----------------------------------------------------------------------------------------------

@@ -44,13 +44,13 @@ def naive_node_summary() -> dict[str, dict]:
     for membership in NodeMembership.objects.select_related("pool", "node"):
         n = membership.node
         entry = summary.setdefault(
-            membership.pool.name, {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
+            membership.pool.name, {"nodes": {"available": 0, "unavailable": 0, "cordoned": 0}, "platforms": {}}
         )
         platform = entry["platforms"].setdefault(membership.platform_name, {"nodes": 0, "free_by_product": {}})
         platform["nodes"] += 1
         if (membership.pool_id, n.pk) not in counted:
             counted.add((membership.pool_id, n.pk))
-            entry["nodes"]["ready" if n.available else "cordoned" if n.unschedulable else "not_ready"] += 1
+            entry["nodes"]["cordoned" if n.unschedulable else "available" if n.available else "unavailable"] += 1
         if n.available and n.gpu and n.gpu_product:
             free = max(Decimal(0), n.gpu - n.gpu_used)
             products = platform["free_by_product"]

@@ -174,7 +174,7 @@ class TestMembership:
     def test_unavailable_nodes_are_members_with_a_reason_but_add_no_capacity(self, cluster, actor):
         cluster([node("ok", gpu=8), node("down", gpu=8, ready="False"), node("cordoned", gpu=8, unschedulable=True)])
         pool(actor, "p")
-        rows = {r["node"]: r for r in selectors.resource_list(user=SYSTEM, pool="p")}
+        rows = {r["node"]: r for r in selectors.resource_list(user=SYSTEM, filters={"pool": "p"})}
         assert rows["down"]["available"] is False and "Ready" in rows["down"]["reason"]
         assert rows["cordoned"]["available"] is False and "cordon" in rows["cordoned"]["reason"]
         assert pools_by_name()["p"]["gpu"]["total_capacity"] == 8
@@ -267,7 +267,7 @@ class TestAccounting:
             [node("n", gpu=8, cpu="7500m", memory="10.5Gi"), pod("p", node="n", gpu="100m", cpu="250m", memory="100Mi")]
         )
         pool(actor, "p")
-        (row,) = selectors.resource_list(user=SYSTEM, pool="p")
+        (row,) = selectors.resource_list(user=SYSTEM, filters={"pool": "p"})
         assert row["gpu"] == {"used": 1, "capacity": 8}
         assert row["cpu"] == {"used": 1, "capacity": 7}
         assert row["memory_gi"] == {"used": 1, "capacity": 10}
@@ -275,7 +275,7 @@ class TestAccounting:
     def test_used_is_clamped_to_capacity(self, cluster, actor):
         cluster([node("n", gpu=2), pod("big", node="n", gpu=5)])
         pool(actor, "p")
-        assert selectors.resource_list(user=SYSTEM, pool="p")[0]["gpu"] == {"used": 2, "capacity": 2}
+        assert selectors.resource_list(user=SYSTEM, filters={"pool": "p"})[0]["gpu"] == {"used": 2, "capacity": 2}
 
     def test_status_follows_maintenance_and_the_last_contact(self, cluster, actor, settings):
         backend = cluster([node("n")])

@@ -164,7 +164,7 @@ def test_resource_list_reports_mig_devices_by_profile_and_flags_time_slicing(clu
         ]
     )
     services.config_apply(changes={ConfigType.POOL: {"p": {"backend": "test-cluster"}}}, actor=actor)
-    rows = {row["node"]: row for row in selectors.resource_list(user=SYSTEM, pool="p")}
+    rows = {row["node"]: row for row in selectors.resource_list(user=SYSTEM, filters={"pool": "p"})}
     assert rows["mig"]["mig"] == {"1g.10gb": {"used": 2, "capacity": 7}}
     assert rows["sliced"]["time_sliced"] is True and rows["mig"]["time_sliced"] is False
 

@@ -43,9 +43,12 @@ def test_resource_list_json_shape_and_filters(demo, poolctl):
     for row in rows:
         assert set(row) == {
             "node",
+            "backend",
             "pool",
             "platform",
             "type",
+            "status",
+            "gpu_product",
             "available",
             "reason",
             "gpu",

@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from accounts.models import SyncMode
 from pools import selectors
-from pools.choices import BackendKind, ConfigType
+from pools.choices import BackendKind, ConfigType, NodeStatus, ResourceType
 from pools.engine.errors import ConfigError, Problem
 from pools.engine.validation import OPERATORS
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, UsageSample
@@ -475,9 +475,12 @@ class ResourceSerializer(serializers.Serializer):
     """One row of ``poolctl resource list --format json``: a (node, pool, platform), or an unused node."""
 
     node = serializers.CharField()
+    backend = serializers.CharField()
     pool = serializers.CharField(allow_blank=True)
     platform = serializers.CharField(allow_blank=True)
-    type = serializers.ChoiceField(choices=["RESERVED", "SHARED", "UNUSED"])
+    type = serializers.ChoiceField(choices=ResourceType.choices)
+    status = serializers.ChoiceField(choices=NodeStatus.choices)
+    gpu_product = serializers.CharField(allow_blank=True)
     available = serializers.BooleanField()
     reason = serializers.CharField(allow_blank=True)
     gpu = UsagePairSerializer()

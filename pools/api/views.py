@@ -621,6 +621,15 @@ def _names(request, key: str) -> list[str]:
 NAMES_PARAMETER = "names, repeated or comma-separated"
 
 
+def filter_parameters(filterset_class, **extra: str) -> list[OpenApiParameter]:
+    """The query parameters of a FilterSet for the schema of a view that applies it in its selector."""
+    parameters = [
+        OpenApiParameter(name, str, description=str(field.label or name))
+        for name, field in filterset_class.base_filters.items()
+    ]
+    return parameters + [OpenApiParameter(name, str, description=text) for name, text in extra.items()]
+
+
 class PoolQuotaView(ApiView, GenericAPIView):
     """GPU quota and capacity per pool: ``poolctl pool list --format json``."""
 
@@ -629,42 +638,44 @@ class PoolQuotaView(ApiView, GenericAPIView):
 
     @extend_schema(
         summary="Pool status and GPU quota",
-        parameters=[OpenApiParameter("pools", str, description=f"only these pools ({NAMES_PARAMETER})")],
+        parameters=filter_parameters(filtersets.PoolFilterSet, pools=f"only these pools ({NAMES_PARAMETER})"),
         responses=serializers.PoolQuotaListSerializer,
     )
     def get(self, request):
         names = _names(request, "pools") or None
-        return Response({"pools": selectors.pool_list(names=names, user=request.user)})
+        with service_errors():
+            rows = selectors.pool_list(names=names, filters=request.query_params, user=request.user)
+        return Response({"pools": rows})
 
 
 class ResourceListView(ApiView, GenericAPIView):
-    """Nodes per (pool, platform) with used/capacity: ``poolctl resource list --format json``; CSV too."""
+    """Nodes per (pool, platform) with used/capacity: ``poolctl resource list --format json``; CSV too.
+
+    Its parameters are ``NodeFilterSet``'s, as on the nodes page; ``pools`` and ``platforms`` are the older
+    names of ``pool`` and ``platform``.
+    """
 
     pagination_class = None
     filter_backends = []
     renderer_classes = [JSONRenderer, CSVRenderer]
+    ALIASES = {"pools": "pool", "platforms": "platform"}
 
     @extend_schema(
         summary="Resources per node, pool and platform",
-        parameters=[
-            OpenApiParameter("pools", str, description=f"only rows of these pools ({NAMES_PARAMETER})"),
-            OpenApiParameter("platforms", str, description=f"only rows of these platforms ({NAMES_PARAMETER})"),
-        ],
+        parameters=filter_parameters(
+            filtersets.NodeFilterSet,
+            pools=f"same as pool ({NAMES_PARAMETER})",
+            platforms=f"same as platform ({NAMES_PARAMETER})",
+        ),
         responses=serializers.ResourceListSerializer,
     )
     def get(self, request):
-        pools, platforms = _names(request, "pools"), _names(request, "platforms")
+        filters = request.query_params.copy()
+        for alias, name in self.ALIASES.items():
+            for value in filters.pop(alias, []):
+                filters.appendlist(name, value)
         with service_errors():
-            if len(pools) == 1 and len(platforms) <= 1:
-                rows = selectors.resource_list(pool=pools[0], platform=(platforms or [None])[0], user=request.user)
-            else:
-                for pool in pools:
-                    selectors.pool_get(pool, user=request.user)
-                rows = [
-                    row
-                    for row in selectors.resource_list(user=request.user)
-                    if (not pools or row["pool"] in pools) and (not platforms or row["platform"] in platforms)
-                ]
+            rows = selectors.resource_list(user=request.user, filters=filters)
         if request.accepted_renderer.format == "csv":
             return Response(rows)
         return Response({"resources": rows})

@@ -201,11 +201,14 @@ def pool_gpu_accounting(pools: Sequence[PoolGpuInput], nodes: Mapping[str, NodeG
     return result
 
 
+RESERVED, SHARED, UNUSED = "RESERVED", "SHARED", "UNUSED"
+
+
 def resource_type(pool_count: int) -> str:
-    """Return how a node is used: "UNUSED" (in no pool), "RESERVED" (one pool) or "SHARED" (several)."""
+    """Return how a node is used: ``UNUSED`` (in no pool), ``RESERVED`` (one pool) or ``SHARED`` (several)."""
     if pool_count <= 0:
-        return "UNUSED"
-    return "RESERVED" if pool_count == 1 else "SHARED"
+        return UNUSED
+    return RESERVED if pool_count == 1 else SHARED
 
 
 def usage_pair(used: Decimal, capacity: Decimal, unit: Decimal = Decimal(1)) -> tuple[int, int]:

@@ -6,7 +6,7 @@ Grouped in the database (``node_groups``) so that the overview costs the same fe
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -16,8 +16,11 @@ from django.utils import timezone
 
 from accounts import access
 
+from ..choices import NodeStatus
 from ..engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting
+from ..engine.errors import ConfigError
 from ..engine.permissions import VIEW_POOL
+from ..filtersets import PoolFilterSet, filter_errors
 from ..models import (
     Node,
     Pool,
@@ -114,12 +117,18 @@ def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
     return {int(key): value for key, value in pool_gpu_accounting(inputs, nodes).items()}
 
 
-def pool_list(*, user, names: Iterable[str] | None = None, with_ids: bool = False) -> list[dict]:
-    """The rows of ``poolctl pool list`` / the pool API: status, node set and GPU numbers per pool.
+def pool_list(
+    *, user, names: Iterable[str] | None = None, filters: Mapping | None = None, with_ids: bool = False
+) -> list[dict]:
+    """The rows of the overview, ``poolctl pool list`` and ``/api/pool-quota/``: status, node set and GPU
+    numbers per pool, filtered as ``PoolFilterSet`` says (its errors raise ``ConfigError``).
 
     ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples).
     """
-    pools = Pool.objects.select_related("backend").order_by("name")
+    filterset = PoolFilterSet(filters or {}, queryset=Pool.objects.select_related("backend").order_by("name"))
+    if not filterset.is_valid():
+        raise ConfigError(filter_errors(filterset))
+    pools = filterset.qs
     if names is not None:
         pools = pools.filter(name__in=list(names))
     pools = list(pools)
@@ -148,6 +157,8 @@ def pool_list(*, user, names: Iterable[str] | None = None, with_ids: bool = Fals
                 **({"backend_id": pool.backend_id} if with_ids else {}),
             }
         )
+    if filterset.form.cleaned_data.get("free"):
+        rows = [row for row in rows if row["gpu"]["total_free"] > 0]
     return rows
 
 
@@ -200,7 +211,7 @@ def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
 
 
 def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
-    """Per pool name: node counts (ready / not ready / cordoned) and free GPUs by product per platform.
+    """Per pool name: node counts by ``NodeStatus`` and free GPUs by product per platform.
 
     Two queries whatever the number of pools and nodes (the pools, then ``node_groups``). A node counts once
     per pool even when several of its platforms select it. Free GPUs are counted on available nodes with a
@@ -210,10 +221,10 @@ def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
     pools = {pool_id: name for pool_id, name, _ in rows}
     summary: dict[str, dict] = {}
     for group in node_groups({backend_id for _, _, backend_id in rows}):
-        state = "ready" if group.available else "cordoned" if group.cordoned else "not_ready"
+        state = NodeStatus.of(available=group.available, cordoned=group.cordoned).value
         for pool_id in group.pool_ids & pools.keys():
             entry = summary.setdefault(
-                pools[pool_id], {"nodes": {"ready": 0, "not_ready": 0, "cordoned": 0}, "platforms": {}}
+                pools[pool_id], {"nodes": dict.fromkeys(NodeStatus.values, 0), "platforms": {}}
             )
             entry["nodes"][state] += group.nodes
         for pool_id, platform_name in group.placements:

@@ -6,29 +6,34 @@ The node table (``resource_index`` → ``resource_numbers``) is what the nodes p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import NamedTuple
 
-from django.db.models import Count, DecimalField, F, Q, Value
+from django.db.models import Count, DecimalField, F, Value
 from django.db.models.functions import Greatest
+from django.utils import timezone
 
 from accounts import access
 
-from ..choices import BackendKind
+from ..choices import BackendKind, NodeStatus
 from ..engine.accounting import resource_type, usage_pair
 from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.permissions import LIST_FLEET, VIEW_POOL
 from ..engine.validation import NodeResources, check_request, parse_rules
+from ..filtersets import NodeFilterSet, filter_errors
 from ..models import (
     Backend,
     Node,
     NodeMembership,
+    Platform,
     Pod,
     Pool,
     ResourceValidation,
+    backend_status,
     placements_pairs,
 )
+from ..querysets import node_status_q
 from .pools import platform_validation_names, pool_get, pool_platform_render, pool_platforms
 
 GI = Decimal(1024**3)
@@ -107,32 +112,33 @@ class NodeTableRow(NamedTuple):
     pool: str
     platform: str
     type: str
-    status: str  # available / cordoned / unavailable
+    status: str  # a NodeStatus
     gpu_product: str
 
 
-def resource_index(*, user, pool: str | None = None, platform: str | None = None) -> list[NodeTableRow]:
-    """The rows of ``poolctl resource list`` as light tuples: one per (node, pool, platform), UNUSED nodes once.
+def resource_index(*, user, filters: Mapping | None = None) -> list[NodeTableRow]:
+    """The node table as light tuples: one row per (node, pool, platform) and one per UNUSED node, by name.
 
-    One query over the node table's small columns (memberships come with each node, ``Node.placements``).
-    Only rows of pools ``user`` may see, and UNUSED nodes only for those allowed ``LIST_FLEET``.
-    ``resource_rows`` adds the numbers to the rows a caller keeps.
+    The nodes page, ``/api/resources/`` and ``poolctl resource list`` all call this with the parameters they
+    were given; ``NodeFilterSet`` says what each means (its errors raise ``ConfigError``). Only rows of pools
+    ``user`` may see, and UNUSED nodes only for those allowed ``LIST_FLEET`` (``Node.objects.restrict``); a
+    pool named in the filters that ``user`` may not see is ``NotFound``, like a platform that one named pool
+    does not have. ``resource_numbers`` adds the numbers to the rows a caller keeps.
     """
+    filterset = NodeFilterSet(filters or {}, queryset=Node.objects.restrict(user))
+    if not filterset.is_valid():
+        raise ConfigError(filter_errors(filterset))
+    pools, platforms = filterset.form.cleaned_data.get("pool"), filterset.form.cleaned_data.get("platform")
+    for name in pools or ():
+        pool = pool_get(name, user=user)
+        if len(pools) == 1:
+            missing = [platform for platform in platforms or () if platform not in pool_platforms(pool)]
+            if missing:
+                raise NotFound(f"pool '{name}' has no platform '{missing[0]}'")
     pool_names = dict(Pool.objects.values_list("id", "name"))
     visible = set(access.visible(user, VIEW_POOL, pool_names.values()))
-    show_unused = access.allows(user, LIST_FLEET)
-    if pool:
-        pool_obj = pool_get(pool, user=user)
-        if platform and platform not in pool_platforms(pool_obj):
-            raise NotFound(f"pool '{pool}' has no platform '{platform}'")
-    elif platform:
-        raise ConfigError("--platform needs --pool")
-    nodes = Node.objects.all()
-    if pool:
-        nodes = nodes.filter(memberships__pool=pool_obj).distinct()
-    elif not show_unused:
-        nodes = nodes.filter(memberships__pool__name__in=visible).distinct()
-    nodes = nodes.order_by("name").values_list(
+    show_unused = access.allows(user, LIST_FLEET) and not pools and not platforms
+    nodes = filterset.qs.order_by("name").values_list(
         "id", "name", "backend__name", "placements", "available", "unschedulable", "gpu_product"
     )
     rows = []
@@ -141,14 +147,29 @@ def resource_index(*, user, pool: str | None = None, platform: str | None = None
             (pool_names[p], platform_name) for p, platform_name in placements_pairs(placements) if p in pool_names
         )
         kind = resource_type(len({pool_name for pool_name, _ in pairs}))
-        status = "available" if available else "cordoned" if cordoned else "unavailable"
+        status = NodeStatus.of(available=available, cordoned=cordoned).value
         for pool_name, platform_name in pairs or [("", "")]:
-            if pool and (pool_name != pool or (platform and platform_name != platform)):
-                continue
-            if pool_name not in visible if pool_name else not show_unused:
+            if not pool_name:
+                if not show_unused:
+                    continue
+            elif (
+                pool_name not in visible
+                or (pools and pool_name not in pools)
+                or (platforms and platform_name not in platforms)
+            ):
                 continue
             rows.append(NodeTableRow(node_id, name, backend, pool_name, platform_name, kind, status, product))
     return rows
+
+
+def node_filter_choices(*, user) -> dict[str, list[str]]:
+    """What the node filters offer ``user``: the pools and platforms they may see, the GPU products of their nodes."""
+    nodes = Node.objects.restrict(user).exclude(gpu_product="").order_by("gpu_product")
+    return {
+        "pools": list(Pool.objects.restrict(user).order_by("name").values_list("name", flat=True)),
+        "platforms": sorted(set(Platform.objects.restrict(user).values_list("name", flat=True))),
+        "products": list(nodes.values_list("gpu_product", flat=True).distinct()),
+    }
 
 
 def resource_numbers(index: Iterable[NodeTableRow]) -> dict[int, dict]:
@@ -184,15 +205,24 @@ def resource_rows(index: list[NodeTableRow]) -> list[dict]:
     """The index rows with their numbers, in the index's order (rows of nodes deleted meanwhile left out)."""
     numbers = resource_numbers(index)
     return [
-        {"node": row.node, "pool": row.pool, "platform": row.platform, "type": row.type, **numbers[row.node_id]}
+        {
+            "node": row.node,
+            "backend": row.backend,
+            "pool": row.pool,
+            "platform": row.platform,
+            "type": row.type,
+            "status": row.status,
+            "gpu_product": row.gpu_product,
+            **numbers[row.node_id],
+        }
         for row in index
         if row.node_id in numbers
     ]
 
 
-def resource_list(*, user, pool: str | None = None, platform: str | None = None) -> list[dict]:
-    """The rows of ``poolctl resource list`` (and ``/api/resources/``): ``resource_index`` with the numbers."""
-    return resource_rows(resource_index(pool=pool, platform=platform, user=user))
+def resource_list(*, user, filters: Mapping | None = None) -> list[dict]:
+    """The node table with its numbers: ``poolctl resource list``, ``/api/resources/``, a pool's node list."""
+    return resource_rows(resource_index(user=user, filters=filters))
 
 
 def node_mig_usage(nodes: list[Node]) -> dict[int, dict[str, dict]]:
@@ -225,14 +255,15 @@ def _pair(used: Decimal, capacity: Decimal, unit: Decimal = Decimal(1)) -> dict:
 
 
 def backend_health(*, user) -> list[dict]:
-    """Per backend ``user`` may see: last contact, last sync duration and error, node counts by availability."""
-
-    return list(
+    """Per backend ``user`` may see: status, last contact, last sync duration and error, ``nodes`` by status."""
+    rows = (
         Backend.objects.restrict(user)
         .order_by("name")
         .annotate(
-            nodes_available=Count("nodes", filter=Q(nodes__available=True)),
-            nodes_unavailable=Count("nodes", filter=Q(nodes__available=False)),
+            **{
+                f"nodes_{status}": Count("nodes", filter=node_status_q(status, prefix="nodes__"))
+                for status in NodeStatus
+            }
         )
         .values(
             "name",
@@ -241,10 +272,18 @@ def backend_health(*, user) -> list[dict]:
             "last_sync_at",
             "last_sync_duration",
             "last_sync_error",
-            "nodes_available",
-            "nodes_unavailable",
+            *(f"nodes_{status}" for status in NodeStatus),
         )
     )
+    now = timezone.now()
+    return [
+        {
+            **{key: value for key, value in row.items() if not key.startswith("nodes_")},
+            "status": backend_status(row["last_heartbeat"], now),
+            "nodes": {status.value: row[f"nodes_{status}"] for status in NodeStatus},
+        }
+        for row in rows
+    ]
 
 
 def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:

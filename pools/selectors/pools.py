@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
-
-from django.conf import settings
-from django.utils import timezone
 
 from ..choices import PoolStatus
 from ..engine.errors import ConfigError, EngineError, NotFound
@@ -17,6 +13,7 @@ from ..models import (
     Platform,
     PodTemplate,
     Pool,
+    backend_status,
 )
 
 DEFAULT_PLATFORM = "default"
@@ -109,15 +106,11 @@ def platform_selection_specs(*, backend: Backend) -> Iterator[tuple[Pool, str, d
             yield pool, platform_name, spec if isinstance(spec, dict) else {}
 
 
-def pool_status(pool: Pool, *, now=None) -> str:
-    """MAINTENANCE, else ONLINE while the backend's last successful contact is recent, else OFFLINE."""
+def pool_status(pool: Pool, *, now=None) -> PoolStatus:
+    """MAINTENANCE, else the status of its backend (``models.backend_status``): ONLINE or OFFLINE."""
     if pool.enable_maintenance:
         return PoolStatus.MAINTENANCE
-    heartbeat = pool.backend.last_heartbeat
-    window = timedelta(seconds=settings.GPUPOOL["ONLINE_WINDOW_SECONDS"])
-    if heartbeat and (now or timezone.now()) - heartbeat < window:
-        return PoolStatus.ONLINE
-    return PoolStatus.OFFLINE
+    return PoolStatus(backend_status(pool.backend.last_heartbeat, now))
 
 
 def draft_render(*, pool_name: str, pool: dict, templates: dict[str, Any], user_values: dict | None = None) -> dict:
@@ -159,3 +152,9 @@ def pools_visible(*, user):
 def platforms_visible(*, user):
     """Platforms of the pools ``user`` may read."""
     return Platform.objects.restrict(user).select_related("pool")
+
+
+def pool_filter_choices(*, user) -> dict[str, list[str]]:
+    """What the pool filters offer ``user``: the backends of the pools they may see."""
+    pools = Pool.objects.restrict(user).order_by("backend__name")
+    return {"backends": list(pools.values_list("backend__name", flat=True).distinct())}

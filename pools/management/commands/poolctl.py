@@ -31,6 +31,7 @@ from pools.configs import (
 )
 from pools.engine.errors import AccessDenied, ConfigError, EngineError
 from pools.engine.permissions import DOORS
+from pools.filtersets import NamesFilter, NodeFilterSet, PoolFilterSet
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
@@ -47,6 +48,23 @@ def revision_argument(text: str) -> int:
         return parse_revision_number(text, "--revision")
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(exc.problems[0].message) from None
+
+
+def _filter_options(parser, filterset_class):
+    """The FilterSet's parameters as options (``q`` is ``--search``), so a filter means what it means on the
+    page and in the API. A repeated option gives several values to a filter that takes names."""
+    for name, field in filterset_class.base_filters.items():
+        flag = "--search" if name == "q" else f"--{name.replace('_', '-')}"
+        parser.add_argument(flag, dest=f"filter_{name}", action="append", metavar="VALUE", help=field.label)
+
+
+def _filters(options: dict, filterset_class) -> dict:
+    """The filters given on the command line, as the FilterSet reads a query string."""
+    return {
+        name: values if isinstance(field, NamesFilter) else values[-1]
+        for name, field in filterset_class.base_filters.items()
+        if (values := options[f"filter_{name}"])
+    }
 
 
 def _format_option(parser):
@@ -128,6 +146,7 @@ class Command(BaseCommand):
 
         pool = groups.add_parser("pool", help="pools").add_subparsers(dest="verb", required=True)
         p = pool.add_parser("list", help="pools with status and GPU quota")
+        _filter_options(p, PoolFilterSet)
         _format_option(p)
         for verb, text in (
             ("render", "the merged pod template of a platform"),
@@ -141,8 +160,7 @@ class Command(BaseCommand):
 
         resource = groups.add_parser("resource", help="nodes").add_subparsers(dest="verb", required=True)
         p = resource.add_parser("list", help="nodes with their pools and resource usage")
-        p.add_argument("--pool")
-        p.add_argument("--platform")
+        _filter_options(p, NodeFilterSet)
         _format_option(p)
 
         role = groups.add_parser("role", help="roles").add_subparsers(dest="verb", required=True)
@@ -374,7 +392,7 @@ class Command(BaseCommand):
         self.out(f"node/{change.node_name} unlabeled {change.key}")
 
     def do_pool_list(self, o):
-        pools = selectors.pool_list(user=self.principal)
+        pools = selectors.pool_list(user=self.principal, filters=_filters(o, PoolFilterSet))
         self.out(cli.as_json({"pools": pools}) if o["format"] == "json" else cli.pool_list_text(pools))
 
     def do_pool_render(self, o):
@@ -398,7 +416,7 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def do_resource_list(self, o):
-        rows = selectors.resource_list(pool=o["pool"], platform=o["platform"], user=self.principal)
+        rows = selectors.resource_list(user=self.principal, filters=_filters(o, NodeFilterSet))
         self.out(cli.as_json({"resources": rows}) if o["format"] == "json" else cli.resource_list_text(rows))
 
     def do_role_set(self, o):
@@ -435,7 +453,6 @@ class Command(BaseCommand):
         )
         self.stderr.write(f"token {token.name} for {user.username}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC")
         self.out(secret)
-
 
     def do_user_create(self, o):
         user = access_services.user_create(

@@ -14,10 +14,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections, connection
 
-from pools import services
+from pools import selectors, services
 from pools.choices import BackendKind
 from pools.inventory.records import InventoryError
-from pools.models import Backend
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +44,14 @@ class Command(BaseCommand):
         while not stop.is_set():
             close_old_connections()
             now = time.monotonic()
-            for backend in Backend.objects.exclude(kind=BackendKind.FILE):
+            backends = list(selectors.backends_to_sync())
+            for backend in (backend for backend in backends if backend.kind != BackendKind.FILE):
                 thread = watchers.get(backend.pk)
                 if thread is None or not thread.is_alive():
                     watchers[backend.pk] = self.start_watch(backend, stop)
             if now >= schedule["sync"]:
                 schedule["sync"] = now + every["sync"]
-                for backend in Backend.objects.filter(kind=BackendKind.FILE).exclude(source=""):
+                for backend in (backend for backend in backends if backend.kind == BackendKind.FILE):
                     self.run("sync", lambda b=backend: services.backend_sync(backend=b))
             if now >= schedule["sample"]:
                 schedule["sample"] = now + every["sample"]
