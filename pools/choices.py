@@ -17,6 +17,10 @@ class ConfigType(models.TextChoices):
     ROLE = "ROLE", "Role"
 
 
+# A config type as prose says it: "pod template 'x' does not exist".
+TYPE_LABELS = {config_type: config_type.label.lower() for config_type in ConfigType}
+
+
 class BackendKind(models.TextChoices):
     """Where a backend's node and pod inventory comes from."""
 

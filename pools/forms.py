@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 
-from .configs import INT32_MAX, NAME_RE, parse_document, variable_value
+from .configs import INT32_MAX, NAME_RE, POOL_DOCUMENT, parse_document, variable_value
 from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
 
@@ -102,20 +102,12 @@ class ChangeFields(forms.Form):
         return sorted({tag.strip() for tag in self.cleaned_data["tags"].split(",") if tag.strip()})
 
 
-# Pool body keys the form edits as they are, and those it edits as a YAML/JSON document.
-PLAIN_POOL_FIELDS = (
-    "description",
-    "backend",
-    "default_platform",
-    "enable_maintenance",
-    "common_pod_template",
-    "common_resource_validations",
-    "default_exec_timeout",
-    "max_exec_timeout",
-    "default_queue_timeout",
-    "max_queue_timeout",
+# Pool body fields the form edits as they are, and those it edits as a YAML/JSON document (POOL_DOCUMENT says
+# which kind each is). The form keeps the rest of a saved body as it was; ``resources`` has its own GPU fields.
+PLAIN_POOL_FIELDS = tuple(
+    field.name for field in POOL_DOCUMENT if field.kind in ("text", "reference", "flag", "names", "duration")
 )
-DOCUMENT_POOL_FIELDS = ("common_default_variables", "platforms")
+DOCUMENT_POOL_FIELDS = tuple(field.name for field in POOL_DOCUMENT if field.kind in ("variables", "platforms"))
 
 
 class PoolForm(ChangeFields):

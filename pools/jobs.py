@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
-from pools import tasks
+from pools import services, tasks
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +35,11 @@ def _key(job_id: str) -> str:
     return f"gpupool:api-job:{job_id}"
 
 
-def job_sync_backend(*, backend, username: str) -> dict:
-    """Send a sync of ``backend`` and record the job; returns the job as ``job_get`` shows it."""
+def backend_sync_request(*, name: str, actor: services.Actor) -> dict:
+    """Start a sync of backend ``name`` as a job (the page's "Sync now", ``POST /api/backends/<name>/sync/``),
+    once ``services.backend_to_sync`` let ``actor`` do it; returns the job as ``job_get`` shows it."""
+    backend = services.backend_to_sync(name, actor)
+    username = actor.username
     record = {
         "task": "sync_backend",
         "backend": backend.name,

@@ -34,9 +34,9 @@ from accounts.access import allows
 from accounts.models import Role
 from accounts.tokens import parse_lifetime
 
-from . import selectors, services
-from .choices import ChangeOrigin, ConfigType, NodeStatus, PoolStatus, ResourceType, SyncState
-from .configs import TYPE_LABELS, body_etag, normalize_body, parse_revision_number, users_of
+from . import configs, jobs, selectors, services
+from .choices import TYPE_LABELS, ChangeOrigin, ConfigType, NodeStatus, PoolStatus, ResourceType, SyncState
+from .configs import body_etag, normalize_body, parse_revision_number, users_of
 from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
 from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS
 from .filtersets import NodeFilterSet, PoolFilterSet
@@ -188,7 +188,7 @@ def overview(request):
 def pool_detail(request, name: str):
     """One pool: platforms with merged templates, nodes, workloads, rules, usage history, timeouts, quota."""
     pool = selectors.pool_get(name, user=request.user)
-    body = selectors.pool_body(pool)
+    body = configs.pool_body(pool)
     row = selectors.pool_list(names=[pool.name], user=request.user)[0]
     state = selectors.config_state([ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION])
     rendered = selectors.draft_render(pool_name=pool.name, pool=body, templates=state[ConfigType.POD_TEMPLATE])
@@ -296,7 +296,7 @@ def pool_edit(request, name: str | None = None):
 
     The form carries the version it was opened at: saving over someone else's change since is refused.
     """
-    base = selectors.pool_body(selectors.pool_get(name, user=request.user)) if name else {}
+    base = configs.pool_body(selectors.pool_get(name, user=request.user)) if name else {}
     if not can_update_config(request.user, ConfigType.POOL):
         raise PermissionDenied(f"this needs {CHANGE_CONFIG.describe(ConfigType.POOL)}")
     initial = PoolForm.initial_from_body(name, base) if name else {"backend": "default", "gpu_guarantee": -1}
@@ -491,7 +491,7 @@ def template_preview(request):
             pool = selectors.pool_get(pool_name, user=request.user)
         except NotFound:
             raise Http404("no such pool") from None
-        results = selectors.draft_render(pool_name=pool.name, pool=selectors.pool_body(pool), templates=templates)
+        results = selectors.draft_render(pool_name=pool.name, pool=configs.pool_body(pool), templates=templates)
     return render(request, "pools/_preview.html", {"problems": [], "results": _preview_results(results)})
 
 
@@ -536,26 +536,17 @@ def nodes(request):
     if fmt in ("csv", "json"):
         if error:
             return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
-        numbers = selectors.resource_numbers(index)
         flat = [
             {
-                "node": row.node,
-                "backend": row.backend,
-                "pool": row.pool,
-                "platform": row.platform,
-                "type": row.type,
-                "status": row.status,
-                "gpu_product": row.gpu_product,
-                "gpu_used": numbers[row.node_id]["gpu"]["used"],
-                "gpu_capacity": numbers[row.node_id]["gpu"]["capacity"],
-                "cpu_used": numbers[row.node_id]["cpu"]["used"],
-                "cpu_capacity": numbers[row.node_id]["cpu"]["capacity"],
-                "memory_gi_used": numbers[row.node_id]["memory_gi"]["used"],
-                "memory_gi_capacity": numbers[row.node_id]["memory_gi"]["capacity"],
-                "reason": numbers[row.node_id]["reason"],
+                **{key: row[key] for key in ("node", "backend", "pool", "platform", "type", "status", "gpu_product")},
+                **{
+                    f"{kind}_{part}": row[kind][part]
+                    for kind in ("gpu", "cpu", "memory_gi")
+                    for part in ("used", "capacity")
+                },
+                "reason": row["reason"],
             }
-            for row in index
-            if row.node_id in numbers
+            for row in selectors.resource_rows(index)
         ]
         return export(flat, NODE_COLUMNS, "nodes", fmt)
     page = Paginator(index, NODES_PER_PAGE).get_page(request.GET.get("page"))
@@ -604,7 +595,7 @@ def backends(request):
 def backend_sync(request, name: str):
     """Queue a sync of the backend and answer the progress fragment that polls until it is done."""
     requested = timezone.now()
-    services.backend_sync_request(name=name, actor=actor_of(request))
+    jobs.backend_sync_request(name=name, actor=actor_of(request))
     return render(
         request, "pools/_sync_progress.html", {"name": name, "since": requested.timestamp(), "state": SyncState.QUEUED}
     )

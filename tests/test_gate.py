@@ -19,9 +19,8 @@ from rest_framework.test import APIClient
 from accounts import services as account_services
 from accounts.access import SYSTEM, user_can
 from accounts.models import Role
-from pools import selectors, services
-from pools.choices import ConfigType
-from pools.configs import TYPE_LABELS
+from pools import configs, selectors, services
+from pools.choices import TYPE_LABELS, ConfigType
 from pools.engine.errors import AccessDenied, ConfigError, NotFound
 from pools.models import ConfigRevision, PodTemplate, Pool, UsageSample
 
@@ -178,7 +177,7 @@ def test_a_team_reads_and_writes_another_teams_pool_through_no_door(estate, tmp_
     assert api(tess).get("/api/pools/robotics-training/").status_code == 404
     assert api(tess).get("/api/configs/POOL/?name=robotics-training").status_code == 404
     assert "robotics-training" not in api(tess).get("/api/configs/POOL/").json()
-    body = {**selectors.pool_body(Pool.objects.get(name="robotics-training")), "enable_maintenance": True}
+    body = {**configs.pool_body(Pool.objects.get(name="robotics-training")), "enable_maintenance": True}
     assert api(tess).post("/api/configs/POOL/?name=robotics-training", body, format="json").status_code == 404
     assert api(tess).put("/api/pools/robotics-training/", body, format="json").status_code == 404
     bundle = {"pools": {"robotics-training": body}}
@@ -190,7 +189,7 @@ def test_a_team_reads_and_writes_another_teams_pool_through_no_door(estate, tmp_
         poolctl("--as", "tess", "config", "update", "POOL", "robotics-training", "--file", str(path))
     assert revisions() == before and not Pool.objects.get(name="robotics-training").enable_maintenance
     # Its own pools it may change, through the same doors.
-    mine = {**selectors.pool_body(Pool.objects.get(name="team-a")), "enable_maintenance": True}
+    mine = {**configs.pool_body(Pool.objects.get(name="team-a")), "enable_maintenance": True}
     assert api(tess).post("/api/configs/POOL/?name=team-a", mine, format="json").status_code == 200
     assert web(tess).post("/pools/team-a/maintenance/", {"enable": "0"}).status_code == 302
 

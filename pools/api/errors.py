@@ -19,8 +19,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from pools.choices import ConfigType
-from pools.configs import TYPE_LABELS
+from pools.choices import TYPE_LABELS, ConfigType
 from pools.engine.errors import AccessDenied, ConfigError, EngineError, NotFound, Problem, Stale
 from pools.engine.errors import Conflict as ServiceConflict
 

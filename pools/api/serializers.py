@@ -16,21 +16,12 @@ from typing import Any
 from rest_framework import serializers
 
 from accounts.models import SyncMode
-from pools import selectors
 from pools.choices import BackendKind, ConfigType, NodeStatus, ResourceType
+from pools.configs.fields import PLATFORM_DOCUMENT, POOL_DOCUMENT, backend_body, platform_body, pool_body, role_body
 from pools.engine.errors import ConfigError, Problem
 from pools.engine.validation import OPERATORS
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, UsageSample
 
-PLATFORM_BODY_FIELDS = (
-    "description",
-    "host_network_allowed",
-    "privileged_allowed",
-    "default_variables",
-    "resource_validations",
-    "override_pod_template",
-    "allowed_mounts",
-)
 NAME_HELP = "Unique name: a letter first, then letters, digits, '_', '.' or '-', ending with a letter or digit."
 
 
@@ -100,7 +91,7 @@ class BackendSerializer(ConfigObjectSerializer):
     writable = serializers.BooleanField(required=False)
     status = BackendStatusSerializer(read_only=True)
 
-    read_body = staticmethod(selectors.backend_body)
+    read_body = staticmethod(backend_body)
 
     @classmethod
     def body_from_request(cls, data: dict) -> dict:
@@ -111,44 +102,47 @@ class BackendSerializer(ConfigObjectSerializer):
         return {**super().to_representation(instance), "status": status}
 
 
-class PlatformBodySerializer(serializers.Serializer):
-    """One platform of a pool, as it sits in the pool body's ``platforms`` mapping."""
+def document_fields(document, **special: serializers.Field) -> dict[str, serializers.Field]:
+    """The serializer fields of a config document (``pools.configs.fields``), for the OpenAPI schema."""
+    kinds = {
+        "text": lambda help: serializers.CharField(required=False, allow_blank=True, help_text=help),
+        "duration": lambda help: serializers.CharField(required=False, allow_blank=True, help_text=help),
+        "flag": lambda help: serializers.BooleanField(required=False, help_text=help),
+        "names": lambda help: serializers.ListField(child=serializers.CharField(), required=False, help_text=help),
+        "variables": lambda help: serializers.DictField(child=serializers.JSONField(), required=False, help_text=help),
+        "object": lambda help: serializers.DictField(child=serializers.JSONField(), required=False, help_text=help),
+        "list": lambda help: serializers.ListField(child=serializers.JSONField(), required=False, help_text=help),
+        "reference": lambda help: serializers.CharField(required=False, help_text=help),
+        "resources": lambda help: serializers.DictField(child=serializers.JSONField(), required=False, help_text=help),
+    }
+    return {field.name: special.get(field.name) or kinds[field.kind](field.help) for field in document}
 
-    description = serializers.CharField(required=False, allow_blank=True)
-    host_network_allowed = serializers.BooleanField(required=False)
-    privileged_allowed = serializers.BooleanField(required=False)
-    default_variables = serializers.DictField(child=serializers.JSONField(), required=False)
-    resource_validations = serializers.ListField(child=serializers.CharField(), required=False)
-    override_pod_template = serializers.ListField(child=serializers.CharField(), required=False)
-    allowed_mounts = serializers.ListField(child=serializers.JSONField(), required=False)
 
-
-class PoolSerializer(ConfigObjectSerializer):
-    """A pool in OSMO's shape, its platforms nested by name (the seeds' ``platform_config.json``)."""
-
-    config_type = ConfigType.POOL
-    description = serializers.CharField(required=False, allow_blank=True)
-    backend = serializers.CharField(required=False, help_text="backend name (default: 'default')")
-    default_platform = serializers.CharField(required=False, allow_blank=True)
-    enable_maintenance = serializers.BooleanField(required=False)
-    common_default_variables = serializers.DictField(child=serializers.JSONField(), required=False)
-    common_resource_validations = serializers.ListField(child=serializers.CharField(), required=False)
-    common_pod_template = serializers.ListField(child=serializers.CharField(), required=False)
-    default_exec_timeout = serializers.CharField(required=False, allow_blank=True, help_text="30d, 2h, 15m, 10s")
-    default_queue_timeout = serializers.CharField(required=False, allow_blank=True)
-    max_exec_timeout = serializers.CharField(required=False, allow_blank=True)
-    max_queue_timeout = serializers.CharField(required=False, allow_blank=True)
-    default_exit_actions = serializers.DictField(child=serializers.JSONField(), required=False)
-    action_permissions = serializers.DictField(child=serializers.JSONField(), required=False)
-    resources = serializers.DictField(
-        child=serializers.JSONField(),
-        required=False,
-        help_text='{"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}',
-    )
-    topology_keys = serializers.ListField(child=serializers.JSONField(), required=False)
-    platforms = serializers.DictField(child=PlatformBodySerializer(), required=False)
-
-    read_body = staticmethod(selectors.pool_body)
+PlatformBodySerializer = type(
+    "PlatformBodySerializer",
+    (serializers.Serializer,),
+    {
+        "__doc__": "One platform of a pool, as it sits in the pool body's ``platforms`` mapping.",
+        "__module__": __name__,
+        **document_fields(PLATFORM_DOCUMENT),
+    },
+)
+PoolSerializer = type(
+    "PoolSerializer",
+    (ConfigObjectSerializer,),
+    {
+        "__doc__": "A pool in OSMO's shape, its platforms nested by name (the seeds' ``platform_config.json``).",
+        "__module__": __name__,
+        "config_type": ConfigType.POOL,
+        "read_body": staticmethod(pool_body),
+        **document_fields(
+            POOL_DOCUMENT,
+            platforms=serializers.DictField(
+                child=PlatformBodySerializer(), required=False, help_text="platform name → platform"
+            ),
+        ),
+    },
+)
 
 
 class PlatformSerializer(PlatformBodySerializer):
@@ -166,11 +160,6 @@ class PlatformSerializer(PlatformBodySerializer):
 
     def to_internal_value(self, data):
         return _object_body(data)
-
-
-def platform_body(platform: Platform) -> dict:
-    """A platform's canonical body, the same mapping the pool body holds under ``platforms.<name>``."""
-    return {field: getattr(platform, field) for field in PLATFORM_BODY_FIELDS}
 
 
 class PodTemplateSerializer(ConfigObjectSerializer):
@@ -230,7 +219,7 @@ class RoleSerializer(ConfigObjectSerializer):
     sync_mode = serializers.ChoiceField(choices=SyncMode.choices, required=False)
     immutable = serializers.BooleanField(required=False)
 
-    read_body = staticmethod(selectors.role_body)
+    read_body = staticmethod(role_body)
 
 
 class RoleGenerateSerializer(serializers.Serializer):

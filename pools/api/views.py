@@ -31,7 +31,7 @@ from rest_framework.views import APIView
 from accounts.models import Role
 from pools import filtersets, jobs, selectors, services
 from pools.choices import ChangeOrigin, ConfigType
-from pools.configs import body_etag, merge_patch, parse_config_type, parse_revision_number
+from pools.configs import body_etag, merge_patch, parse_config_type, parse_revision_number, platform_body
 from pools.engine.errors import ConfigError, Conflict, NotFound, Problem, Stale
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
 from pools.models import ResourceValidation as ResourceValidationModel
@@ -246,7 +246,7 @@ class BackendViewSet(ConfigObjectViewSet):
     )
     @action(detail=True, methods=["post"])
     def sync(self, request, name=None):
-        job = services.backend_sync_request(name=name, actor=self.actor())
+        job = jobs.backend_sync_request(name=name, actor=self.actor())
         location = reverse("api:job-detail", kwargs={"job_id": job["id"]}, request=request)
         return Response(job, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
@@ -390,7 +390,7 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
                 kwargs={"pool_name": instance.pool.name, "name": instance.name},
                 request=self.request,
             )
-        return with_etag(response, serializers.platform_body(instance))
+        return with_etag(response, platform_body(instance))
 
     def write_platform(self, name: str, edit: Callable, *, expected: services.Expected, conflict=False) -> None:
         """Change platform ``name`` of the pool, under the config lock, as a change of the whole pool.

@@ -23,7 +23,6 @@ from .capacity import (
     usage_series,
 )
 from .configs import (
-    backend_body,
     config_diff,
     config_history,
     config_objects,
@@ -32,12 +31,10 @@ from .configs import (
     config_state,
     describe_change,
     pod_templates_visible,
-    pool_body,
     redacted,
     resource_validations_visible,
     revision_changes,
     revision_summary,
-    role_body,
     snapshot_diff,
 )
 from .inventory import (

@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 from accounts.models import Role
 
+from ..configs import role_body
 from ..engine.errors import EngineError, NotFound
 from ..engine.permissions import VIEW_POOL
 from ..engine.policy import RoleDefinition, evaluate_access, parse_policies, visible_names
 from .capacity import pool_list
-from .configs import role_body
 
 
 def role_definitions(names: Iterable[str]) -> list[RoleDefinition]:

@@ -15,8 +15,8 @@ from typing import Any
 from accounts.access import is_system
 from accounts.models import Role
 
-from ..choices import ConfigType, RevisionAction
-from ..configs import TYPE_LABELS
+from ..choices import TYPE_LABELS, ConfigType, RevisionAction
+from ..configs.fields import backend_body, pool_body, role_body
 from ..engine.errors import NotFound
 from ..models import (
     Backend,
@@ -26,66 +26,6 @@ from ..models import (
     ResourceValidation,
 )
 from ..querysets import visible_object, visible_objects
-
-
-def backend_body(backend: Backend) -> dict:
-    return {
-        "description": backend.description,
-        "kind": backend.kind,
-        "source": backend.source,
-        "kubeconfig": backend.kubeconfig,
-        "context": backend.context,
-        "in_cluster": backend.in_cluster,
-        "seed": backend.seed,
-        "size": backend.size,
-        "node_conditions": backend.node_conditions,
-        "pool_label": backend.pool_label,
-        "priority_label": backend.priority_label,
-        "writable": backend.writable,
-    }
-
-
-def pool_body(pool: Pool) -> dict:
-    """The canonical OSMO-shaped body of a pool (platforms prefetched or not)."""
-    return {
-        "description": pool.description,
-        "backend": pool.backend.name,
-        "default_platform": pool.default_platform,
-        "enable_maintenance": pool.enable_maintenance,
-        "common_default_variables": pool.common_default_variables,
-        "common_resource_validations": pool.common_resource_validations,
-        "common_pod_template": pool.common_pod_template,
-        "default_exec_timeout": pool.default_exec_timeout,
-        "default_queue_timeout": pool.default_queue_timeout,
-        "max_exec_timeout": pool.max_exec_timeout,
-        "max_queue_timeout": pool.max_queue_timeout,
-        "default_exit_actions": pool.default_exit_actions,
-        "action_permissions": pool.action_permissions,
-        "resources": pool.resources,
-        "topology_keys": pool.topology_keys,
-        "platforms": {
-            platform.name: {
-                "description": platform.description,
-                "host_network_allowed": platform.host_network_allowed,
-                "privileged_allowed": platform.privileged_allowed,
-                "default_variables": platform.default_variables,
-                "resource_validations": platform.resource_validations,
-                "override_pod_template": platform.override_pod_template,
-                "allowed_mounts": platform.allowed_mounts,
-            }
-            for platform in sorted(pool.platforms.all(), key=lambda p: p.name)
-        },
-    }
-
-
-def role_body(role: Role) -> dict:
-    return {
-        "description": role.description,
-        "policies": role.policies,
-        "external_roles": role.external_roles,
-        "sync_mode": role.sync_mode,
-        "immutable": role.immutable,
-    }
 
 
 def config_state(types: Iterable[ConfigType] | None = None) -> dict[ConfigType, dict[str, Any]]:

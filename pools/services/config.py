@@ -22,9 +22,8 @@ from accounts.access import is_system, require, user_roles
 from accounts.models import Role
 from pools import selectors
 from pools.builtins import BUILTINS
-from pools.choices import ConfigType, RevisionAction
+from pools.choices import TYPE_LABELS, ConfigType, RevisionAction
 from pools.configs import (
-    TYPE_LABELS,
     body_etag,
     normalize_body,
     pool_references,

@@ -476,8 +476,12 @@ def _source(backend: Backend):
     return source_for(backend, pool_labels=lambda nodes: node_pool_names(backend, nodes))
 
 
-def _backend_to_sync(name: str, actor: Actor) -> Backend:
-    """404 for a backend the actor may not see, 403 without ``OPERATE_BACKEND`` on it."""
+def backend_to_sync(name: str, actor: Actor) -> Backend:
+    """The backend ``actor`` may sync: 404 for one they may not see, 403 without ``OPERATE_BACKEND`` on it.
+
+    Every door that starts a sync asks here first: ``backend_sync_now`` (``poolctl``) and
+    ``jobs.backend_sync_request`` (the page's "Sync now", the API).
+    """
     backend = Backend.objects.restrict(actor.principal).filter(name=name).first()
     if backend is None:
         raise NotFound(f"backend '{name}' does not exist")
@@ -485,16 +489,9 @@ def _backend_to_sync(name: str, actor: Actor) -> Backend:
     return backend
 
 
-def backend_sync_request(*, name: str, actor: Actor) -> dict:
-    """Start a sync of backend ``name`` as a job (the page's "Sync now", ``POST /api/backends/<name>/sync/``)."""
-    from pools import jobs
-
-    return jobs.job_sync_backend(backend=_backend_to_sync(name, actor), username=actor.username)
-
-
 def backend_sync_now(*, name: str, actor: Actor) -> dict:
     """Sync backend ``name`` in this process and return the counts (``poolctl backend sync``)."""
-    return backend_sync(backend=_backend_to_sync(name, actor))
+    return backend_sync(backend=backend_to_sync(name, actor))
 
 
 # --- watch ------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from kube_objects import node, pod
 from people import person, poolctl, role, service_account, token_for
 
 from accounts.access import SYSTEM, allows
-from pools import selectors, services
+from pools import jobs, selectors, services
 from pools.choices import ConfigType
 from pools.engine.permissions import DOORS, VIEW_BACKEND, VIEW_CONFIG, VIEW_POOL, Door
 from pools.models import ConfigRevision, Node
@@ -120,7 +120,7 @@ def bindings(door: Door) -> list[dict]:
     """The path parameters to try a door with: an object most people may see, and one fewer may."""
     path = door.path
     if "{job_id}" in path:
-        job = services.backend_sync_request(name="bk-main", actor=services.SYSTEM)
+        job = jobs.backend_sync_request(name="bk-main", actor=services.SYSTEM)
         return [{"job_id": job["id"]}]
     if "{config_type}" in path:
         extra = {"config_type": "POOL"}

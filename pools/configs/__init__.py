@@ -1,0 +1,39 @@
+"""Config documents: reading files, the fields of each document, and the rules over a whole configuration.
+
+A *state* maps each config type to ``{name: body}``, bodies in the canonical OSMO shape that ``poolctl config
+show`` prints and every revision stores. Writes work on states: the services build the state a change would
+produce, this package checks it as a whole (field types, names, references, timeouts), and only then is
+anything written. That makes an import all-or-nothing and a rollback safe, with one set of rules for every
+entry point. Nothing here queries the database, except reading a saved pool's platforms for its body.
+
+- ``files``: JSON/YAML within bounds, bundles and name-keyed files
+- ``fields``: each document's fields, ``normalize_*`` and the canonical ``*_body``
+- ``state``: references between objects
+- ``values``: what people type (config types, revision numbers, ``KEY=VALUE``)
+- ``versions``: ETags and merge patches
+"""
+
+from .fields import (
+    MAX_SIMULATED_NODES,
+    NAME_RE,
+    PLATFORM_DOCUMENT,
+    POOL_DOCUMENT,
+    backend_body,
+    check_name,
+    normalize_body,
+    platform_body,
+    pool_body,
+    role_body,
+    whole_number_problem,
+)
+from .files import parse_document, read_document, split_document
+from .state import pool_references, users_of, validate_state
+from .values import (
+    INT32_MAX,
+    parse_assignments,
+    parse_config_type,
+    parse_revision_number,
+    parse_revision_ref,
+    variable_value,
+)
+from .versions import body_etag, merge_patch

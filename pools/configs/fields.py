@@ -1,0 +1,427 @@
+"""The fields of each config document, defined once: how a body is read and checked (``normalize_*``) and
+the canonical body of a saved object (``*_body``). The API's serializers and the page's forms take their
+field lists from here (``POOL_DOCUMENT``, ``PLATFORM_DOCUMENT``, ``BACKEND_FIELDS``, ``ROLE_FIELDS``).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..choices import TYPE_LABELS, BackendKind, ConfigType
+from ..engine.errors import ConfigError, EngineError, Problem
+from ..engine.identity import SYNC_MODES
+from ..engine.policy import parse_policies, policies_from_legacy_actions
+from ..engine.quantities import parse_duration
+from ..engine.validation import parse_rules
+from ..inventory.files import inventory_path_problem
+from .values import INT32_MAX, INT32_MIN
+
+# Names of every config object and platform (no spaces or colons: Node.placements relies on it).
+NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
+
+
+POOL_TIMEOUTS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
+
+
+# A simulated fleet is generated in memory on every sync: a bound that still covers the largest clusters.
+MAX_SIMULATED_NODES = 100_000
+
+
+# A backend's and a role's fields, in the order their bodies show them.
+BACKEND_FIELDS = (
+    "description",
+    "kind",
+    "source",
+    "kubeconfig",
+    "context",
+    "in_cluster",
+    "seed",
+    "size",
+    "node_conditions",
+    "pool_label",
+    "priority_label",
+    "writable",
+)
+ROLE_FIELDS = ("description", "policies", "external_roles", "sync_mode", "immutable")
+
+
+class _Reader:
+    """Reads fields of one body, collecting problems with their dotted paths."""
+
+    def __init__(self, body: Any, where: str):
+        self.where = where
+        self.problems: list[Problem] = []
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            self.problems.append(Problem(where, "must be a JSON object"))
+            body = {}
+        self.body = body
+
+    def path(self, key: str) -> str:
+        return f"{self.where}.{key}"
+
+    def fail(self, key: str, message: str):
+        self.problems.append(Problem(self.path(key), message))
+
+    def reject_unknown(self, allowed: set[str]):
+        for key in self.body:
+            if key not in allowed:
+                self.fail(key, f"unknown field; expected one of {', '.join(sorted(allowed))}")
+
+    def string(self, key: str, default: str = "", max_length: int | None = None) -> str:
+        value = self.body.get(key, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            self.fail(key, "must be a string")
+            return default
+        text = str(value)
+        if max_length is not None and len(text) > max_length:
+            self.fail(key, f"must be at most {max_length} characters")
+            return default
+        return text
+
+    def boolean(self, key: str, default: bool = False) -> bool:
+        value = self.body.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(key, "must be true or false")
+            return default
+        return value
+
+    def integer(self, key: str, default: int | None, minimum: int = INT32_MIN, maximum: int = INT32_MAX) -> int | None:
+        """A whole number between ``minimum`` and ``maximum``, by default what a database integer holds."""
+        value = self.body.get(key, default)
+        if value is None:
+            return default
+        problem = whole_number_problem(value, minimum, maximum)
+        if problem:
+            self.fail(key, problem)
+            return default
+        return value
+
+    def mapping(self, key: str) -> dict:
+        value = self.body.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.fail(key, "must be a JSON object")
+            return {}
+        return copy.deepcopy(value)
+
+    def variables(self, key: str) -> dict:
+        values = self.mapping(key)
+        for var, value in values.items():
+            if not isinstance(var, str) or not var:
+                self.fail(key, f"variable name {var!r} must be a non-empty string")
+            elif isinstance(value, (dict, list)):
+                self.fail(f"{key}.{var}", "must be a string, number, boolean or null")
+        return values
+
+    def names(self, key: str) -> list[str]:
+        value = self.body.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            self.fail(key, "must be a list of names")
+            return []
+        return list(value)
+
+    def items(self, key: str) -> list:
+        value = self.body.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(key, "must be a list")
+            return []
+        return copy.deepcopy(value)
+
+
+def whole_number_problem(value: Any, minimum: int = INT32_MIN, maximum: int = INT32_MAX) -> str | None:
+    """Why ``value`` is not a whole number between ``minimum`` and ``maximum``, or None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "must be a whole number"
+    if not minimum <= value <= maximum:
+        return f"must be a whole number from {minimum} to {maximum}"
+    return None
+
+
+def check_name(name: Any, where: str) -> list[Problem]:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        return [
+            Problem(
+                where,
+                f"name {name!r} must start with a letter, end with a letter or digit, "
+                "and contain only letters, digits, '_', '.' and '-'",
+            )
+        ]
+    if len(name) > 128:
+        return [Problem(where, "name is longer than 128 characters")]
+    return []
+
+
+def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown(set(BACKEND_FIELDS))
+    kind = reader.string("kind", BackendKind.FILE)
+    if kind not in BackendKind.values:
+        reader.fail("kind", f"'{kind}' is not one of {', '.join(BackendKind.values)}")
+    conditions = reader.mapping("node_conditions") if "node_conditions" in reader.body else {"Ready": "True"}
+    for condition, status in conditions.items():
+        if status not in ("True", "False", "Unknown"):
+            reader.fail(f"node_conditions.{condition}", 'must be "True", "False" or "Unknown"')
+    normalized = {
+        "description": reader.string("description"),
+        "kind": kind,
+        "source": reader.string("source", max_length=1024),
+        "kubeconfig": reader.string("kubeconfig", max_length=1024),
+        "context": reader.string("context", max_length=256),
+        "in_cluster": reader.boolean("in_cluster"),
+        "seed": reader.integer("seed", None),
+        "size": reader.integer("size", None, minimum=0, maximum=MAX_SIMULATED_NODES),
+        "node_conditions": conditions,
+        "pool_label": reader.string("pool_label", "osmo.pool", max_length=253) or "osmo.pool",
+        "priority_label": reader.string("priority_label", "osmo.priority", max_length=253) or "osmo.priority",
+        "writable": reader.boolean("writable"),
+    }
+    if normalized["writable"] and kind != BackendKind.KUBERNETES:
+        reader.fail("writable", "only a kubernetes backend can be writable")
+    if normalized["source"] and kind in (BackendKind.FILE, BackendKind.SIMULATED):
+        problem = inventory_path_problem(normalized["source"])
+        if problem:
+            reader.fail("source", problem)
+    return normalized, reader.problems
+
+
+def normalize_pod_template(body: Any, where: str) -> tuple[dict, list[Problem]]:
+    if not isinstance(body, dict):
+        return {}, [Problem(where, "a pod template must be a JSON object (a partial pod: metadata, spec)")]
+    spec = body.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        return {}, [Problem(f"{where}.spec", "must be a JSON object")]
+    return copy.deepcopy(body), []
+
+
+def normalize_resource_validation(body: Any, where: str, name: str) -> tuple[list, list[Problem]]:
+    try:
+        rules = parse_rules(body, source=name)
+    except EngineError as exc:
+        return [], [Problem(where, str(exc))]
+    normalized = [
+        {
+            "operator": rule.operator,
+            "left_operand": rule.left_operand,
+            "right_operand": rule.right_operand,
+            "assert_message": rule.assert_message,
+        }
+        for rule in rules
+    ]
+    return normalized, []
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a config document: its name, what kind of value it holds, and a word of help.
+
+    Kinds: ``text``, ``duration`` (text such as ``2h``), ``flag`` (true/false), ``names`` (ordered names of
+    other objects), ``variables`` (name → scalar), ``object`` and ``list`` (kept as given), and the three a
+    document reads its own way: ``reference`` (the backend's name), ``resources`` and ``platforms``.
+    """
+
+    name: str
+    kind: str
+    help: str = ""
+
+
+# A platform's fields, in the order bodies show them (``pool.platforms.<name>``).
+PLATFORM_DOCUMENT = (
+    Field("description", "text"),
+    Field("host_network_allowed", "flag"),
+    Field("privileged_allowed", "flag"),
+    Field("default_variables", "variables", "name → value, over the pool's common_default_variables"),
+    Field("resource_validations", "names", "validation sets, after the pool's"),
+    Field("override_pod_template", "names", "pod templates merged after the pool's"),
+    Field("allowed_mounts", "list"),
+)
+# A pool's fields, in the order bodies show them. Everything that reads or writes a pool derives its fields
+# from here: ``normalize_pool``, ``pool_body``, the API's serializers and the page's form.
+POOL_DOCUMENT = (
+    Field("description", "text"),
+    Field("backend", "reference", "backend name (default: 'default')"),
+    Field("default_platform", "text", "one of the pool's platforms; empty for none"),
+    Field("enable_maintenance", "flag", "no new workloads while on"),
+    Field("common_default_variables", "variables", "name → value for every platform"),
+    Field("common_resource_validations", "names", "validation sets, in order"),
+    Field("common_pod_template", "names", "pod templates, in merge order"),
+    *(Field(name, "duration", "30d, 2h, 15m, 10s") for name in POOL_TIMEOUTS),
+    Field("default_exit_actions", "object"),
+    Field("action_permissions", "object"),
+    Field("resources", "resources", '{"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}'),
+    Field("topology_keys", "list"),
+    Field("platforms", "platforms", "platform name → platform"),
+)
+PLATFORM_FIELDS = {field.name for field in PLATFORM_DOCUMENT}
+POOL_FIELDS = {"name", *(field.name for field in POOL_DOCUMENT)}
+# How each plain kind is read from a body; the other kinds are read by the document's own code.
+_READERS = {
+    "text": lambda reader, key: reader.string(key),
+    "duration": lambda reader, key: reader.string(key, max_length=64),
+    "flag": lambda reader, key: reader.boolean(key),
+    "names": lambda reader, key: reader.names(key),
+    "variables": lambda reader, key: reader.variables(key),
+    "object": lambda reader, key: reader.mapping(key),
+    "list": lambda reader, key: reader.items(key),
+}
+
+
+def _read_plain(reader: _Reader, document) -> dict:
+    return {field.name: _READERS[field.kind](reader, field.name) for field in document if field.kind in _READERS}
+
+
+def normalize_platform(body: Any, where: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown(PLATFORM_FIELDS)
+    return _read_plain(reader, PLATFORM_DOCUMENT), reader.problems
+
+
+def normalize_gpu_resources(reader: _Reader) -> dict:
+    resources = reader.mapping("resources")
+    gpu = resources.get("gpu") if isinstance(resources.get("gpu"), dict) else {}
+    if "gpu" in resources and not isinstance(resources["gpu"], dict):
+        reader.fail("resources.gpu", "must be a JSON object")
+    normalized_gpu = {}
+    for key, default, minimum in (("guarantee", -1, -1), ("maximum", -1, -1), ("weight", 1, 0)):
+        value = gpu.get(key, default)
+        problem = whole_number_problem(value, minimum)
+        if problem:
+            reader.fail(f"resources.gpu.{key}", problem)
+            value = default
+        normalized_gpu[key] = value
+    if normalized_gpu["maximum"] >= 0 and normalized_gpu["guarantee"] > normalized_gpu["maximum"]:
+        reader.fail("resources.gpu.guarantee", "must not exceed resources.gpu.maximum")
+    resources["gpu"] = normalized_gpu
+    return resources
+
+
+def normalize_pool(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown(POOL_FIELDS)
+    if "name" in reader.body and reader.body["name"] != name:
+        reader.fail("name", f"'{reader.body['name']}' does not match the pool name '{name}'")
+    plain = _read_plain(reader, POOL_DOCUMENT)
+    special = {
+        "backend": reader.string("backend", "default") or "default",
+        "resources": normalize_gpu_resources(reader),
+        "platforms": {},
+    }
+    normalized = {
+        field.name: plain[field.name] if field.name in plain else special[field.name] for field in POOL_DOCUMENT
+    }
+    for kind in ("exec", "queue"):
+        default_key, max_key = f"default_{kind}_timeout", f"max_{kind}_timeout"
+        parsed = {}
+        for key in (default_key, max_key):
+            if normalized[key]:
+                try:
+                    parsed[key] = parse_duration(normalized[key])
+                except EngineError as exc:
+                    reader.fail(key, str(exc))
+        if len(parsed) == 2 and parsed[default_key] > parsed[max_key]:
+            reader.fail(default_key, f"{normalized[default_key]} is longer than {max_key} ({normalized[max_key]})")
+
+    platforms = reader.mapping("platforms")
+    for platform_name, platform_body in platforms.items():
+        path = reader.path(f"platforms.{platform_name}")
+        reader.problems.extend(check_name(platform_name, path))
+        normalized["platforms"][platform_name], problems = normalize_platform(platform_body, path)
+        reader.problems.extend(problems)
+    default_platform = normalized["default_platform"]
+    if default_platform:
+        allowed = normalized["platforms"].keys() or {"default"}
+        if default_platform not in allowed:
+            choices = ", ".join(sorted(allowed))
+            reader.fail("default_platform", f"'{default_platform}' is not a platform of this pool ({choices})")
+    return normalized, reader.problems
+
+
+def normalize_role(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown({"name", "actions", *ROLE_FIELDS})
+    policies: list[dict] = []
+    try:
+        if "actions" in reader.body and "policies" not in reader.body:
+            parsed = policies_from_legacy_actions(reader.items("actions"))
+        else:
+            parsed = parse_policies(reader.items("policies"), role=name)
+        policies = [
+            {"effect": policy.effect, "actions": list(policy.actions), "resources": list(policy.resources)}
+            for policy in parsed
+        ]
+    except EngineError as exc:
+        reader.problems.append(Problem(reader.path("policies"), str(exc)))
+    sync_mode = reader.string("sync_mode", "import") or "import"
+    if sync_mode not in SYNC_MODES:
+        reader.fail("sync_mode", f"'{sync_mode}' is not one of {', '.join(SYNC_MODES)}")
+    normalized = {
+        "description": reader.string("description"),
+        "policies": policies,
+        "external_roles": reader.names("external_roles"),
+        "sync_mode": sync_mode,
+        "immutable": reader.boolean("immutable"),
+    }
+    return normalized, reader.problems
+
+
+def normalize_body(config_type: ConfigType, name: str, body: Any) -> Any:
+    """The canonical body of one object; raises ConfigError listing every problem with its field path."""
+    where = f"{TYPE_LABELS[config_type]} '{name}'"
+    problems = check_name(name, where)
+    if config_type == ConfigType.BACKEND:
+        normalized, found = normalize_backend(body, where)
+    elif config_type == ConfigType.POD_TEMPLATE:
+        normalized, found = normalize_pod_template(body, where)
+    elif config_type == ConfigType.RESOURCE_VALIDATION:
+        normalized, found = normalize_resource_validation(body, where, name)
+    elif config_type == ConfigType.POOL:
+        normalized, found = normalize_pool(body, where, name)
+    else:
+        normalized, found = normalize_role(body, where, name)
+    problems.extend(found)
+    if problems:
+        raise ConfigError(problems)
+    return normalized
+
+
+# --- canonical bodies of saved objects ------------------------------------------------------------------
+# What ``config show`` prints, revisions store and ETags hash; each reads its fields from the lists above.
+
+
+def backend_body(backend) -> dict:
+    return {name: getattr(backend, name) for name in BACKEND_FIELDS}
+
+
+def platform_body(platform) -> dict:
+    """A platform's body, as its pool's body holds it under ``platforms.<name>``."""
+    return {field.name: getattr(platform, field.name) for field in PLATFORM_DOCUMENT}
+
+
+def pool_body(pool) -> dict:
+    """A pool's body in OSMO's shape (platforms prefetched or not: reading them is one query)."""
+    platforms = sorted(pool.platforms.all(), key=lambda platform: platform.name)
+    special = {
+        "backend": pool.backend.name,
+        "platforms": {platform.name: platform_body(platform) for platform in platforms},
+    }
+    return {
+        field.name: special[field.name] if field.name in special else getattr(pool, field.name)
+        for field in POOL_DOCUMENT
+    }
+
+
+def role_body(role) -> dict:
+    return {name: getattr(role, name) for name in ROLE_FIELDS}

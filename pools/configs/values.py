@@ -1,0 +1,86 @@
+"""Values as people type them, on the command line, in a URL or in a form: config types, revision numbers,
+``TYPE:REVISION`` references and ``KEY=VALUE`` variables. Each is read in one place and refused with a
+``ConfigError`` that names the field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..choices import ConfigType
+from ..engine.errors import ConfigError
+
+# What the database columns hold (PostgreSQL's integer is 32-bit signed), so a value is refused, not overflowed.
+INT32_MAX = 2**31 - 1
+
+
+INT32_MIN = -(2**31)
+
+
+# Numbers as people type them for variables: short enough to be an int64 or a float without surprise.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
+
+
+_DECIMAL_NUMBER = re.compile(r"-?[0-9]{1,18}\.[0-9]{1,18}", re.ASCII)
+
+
+_REVISION_NUMBER = re.compile(r"[0-9]{1,10}", re.ASCII)
+
+
+def parse_config_type(value: str) -> ConfigType:
+    """Read a config type as users type it: any case, dashes or underscores (``pod-template``)."""
+    key = value.strip().upper().replace("-", "_")
+    try:
+        return ConfigType(key)
+    except ValueError:
+        choices = ", ".join(ConfigType.values)
+        raise ConfigError(f"unknown config type '{value}'; choose one of {choices}") from None
+
+
+def variable_value(text: str) -> int | float | str:
+    """A variable's value as typed (``--set USER_GPU=2``, the what-if form): a number when it reads as one.
+
+    Whole numbers of up to 18 ASCII digits become ints and decimals of up to 18 digits on each side floats;
+    anything else stays the string it is, for the rules to read as a quantity or to refuse.
+    """
+    value = text.strip()
+    if _WHOLE_NUMBER.fullmatch(value):
+        return int(value)
+    if _DECIMAL_NUMBER.fullmatch(value):
+        return float(value)
+    return value
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs (``--set USER_GPU=2``) as variables, their values read by ``variable_value``."""
+    values: dict[str, Any] = {}
+    for item in assignments:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"'{item}' is not KEY=VALUE")
+        values[key] = variable_value(value)
+    return values
+
+
+def parse_revision_number(text: str, field: str) -> int:
+    """A revision number as typed (``?revision=3``, ``POOL:3``): ASCII digits, from 1 to what the column holds.
+
+    Raises ``ConfigError`` naming ``field``. Every revision number a caller types goes through here.
+    """
+    if not _REVISION_NUMBER.fullmatch(text) or not 1 <= int(text) <= INT32_MAX:
+        raise ConfigError(f"'{text[:40]}' is not a revision number (1 to {INT32_MAX})", field=field)
+    return int(text)
+
+
+def parse_revision_ref(text: str) -> tuple[ConfigType, int]:
+    """``POOL:3`` as (ConfigType.POOL, 3)."""
+    type_text, sep, number = text.rpartition(":")
+    if not sep:
+        raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)")
+    try:
+        revision = parse_revision_number(number, "revision")
+    except ConfigError:
+        raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)") from None
+    return parse_config_type(type_text), revision
