@@ -17,6 +17,7 @@ from .models import (
     Node,
     NodeLabelChange,
     NodeMembership,
+    Platform,
     Pod,
     PodTemplate,
     Pool,
@@ -106,6 +107,16 @@ class PoolFilterSet(SearchFilterSet):
 
     def after_accounting(self, queryset, name, value):
         return queryset
+
+
+class PlatformFilterSet(django_filters.FilterSet):
+    """Platforms across pools (``/api/platforms/``) or of one pool (``/api/pools/{pool}/platforms/``)."""
+
+    pool = django_filters.CharFilter(field_name="pool__name")
+
+    class Meta:
+        model = Platform
+        fields = ["name", "pool", "host_network_allowed", "privileged_allowed"]
 
 
 class RoleFilterSet(SearchFilterSet):
@@ -239,8 +250,14 @@ class NodeMembershipFilterSet(django_filters.FilterSet):
 
 
 class ConfigRevisionFilterSet(SearchFilterSet):
+    """The history's filters: the history page, ``/api/configs/history/`` and ``poolctl config history``.
+
+    ``name`` keeps the revisions that changed that object, alone or with others (an import, a rollback).
+    """
+
     search_fields = ("name", "description", "username")
     config_type = django_filters.MultipleChoiceFilter(choices=ConfigType.choices)
+    name = django_filters.CharFilter(method="by_changed_name", label="revisions that changed this object")
     tag = django_filters.CharFilter(field_name="tags", lookup_expr="icontains")
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lte")
@@ -248,6 +265,11 @@ class ConfigRevisionFilterSet(SearchFilterSet):
     class Meta:
         model = ConfigRevision
         fields = ["config_type", "name", "username", "action", "origin"]
+
+    def by_changed_name(self, queryset, name, value):
+        # ``changed`` is a JSON list; looking inside one is not portable across databases, so read the lists.
+        touched = [pk for pk, changed in queryset.values_list("pk", "changed") if value in changed]
+        return queryset.filter(pk__in=touched)
 
 
 class UsageSampleFilterSet(django_filters.FilterSet):

@@ -666,11 +666,15 @@ def what_if(request):
 @require_GET
 def history(request):
     """Revisions the user may see, per config type: who, when, what, tags; each opens its diff and rollback."""
-    chosen = request.GET.get("type", "")
-    config_type = ConfigType(chosen) if chosen in ConfigType.values else None
-    revisions = selectors.config_history(user=request.user, config_type=config_type)
-    if chosen and config_type is None:
-        revisions = revisions.none()
+    filters = request.GET.copy()
+    if "type" in filters:  # the page's older name of config_type
+        filters.setlist("config_type", filters.pop("type"))
+    chosen = filters.get("config_type", "")
+    try:
+        revisions = selectors.config_history(user=request.user, filters=filters)
+    except ConfigError as exc:
+        messages.error(request, str(exc))
+        revisions = selectors.config_history(user=request.user, filters={"config_type": []}).none()
     page = Paginator(revisions, 50).get_page(request.GET.get("page"))
     page.object_list = [selectors.redacted(revision, request.user) for revision in page.object_list]
     return render(request, "pools/history.html", {"page": page, "types": list(ConfigType), "chosen": chosen})

@@ -381,7 +381,8 @@ def test_a_rollback_that_would_touch_hidden_objects_is_refused_without_naming_th
     tess = estate["tess"]
     first = ConfigRevision.objects.filter(config_type="POOL").order_by("revision").first()
     # Rolling back to before the pools existed would delete robotics-training, which tess may not see.
-    visible_first = selectors.config_history(user=tess, config_type=ConfigType.POOL).order_by("revision").first()
+    visible = selectors.config_history(user=tess, filters={"config_type": [ConfigType.POOL]})
+    visible_first = visible.order_by("revision").first()
     with pytest.raises((AccessDenied, NotFound)) as refused:
         services.config_rollback(
             config_type=ConfigType.POOL, revision=visible_first.revision, actor=services.Actor.of(tess, "api")

@@ -152,3 +152,24 @@ def test_a_bad_filter_is_a_clear_error_everywhere(fleet, query):
 
     with pytest.raises(CommandError, match=name):
         poolctl("resource", "list", flag(name), value)
+
+
+@pytest.mark.parametrize("who", ["operator", "limited"])
+@pytest.mark.parametrize("query", [{}, {"config_type": "POOL"}, {"name": "robotics-training"}, {"config_type": "ROLE"}])
+def test_the_history_page_the_api_and_poolctl_list_the_same_revisions(fleet, who, query):
+    import re
+
+    user = fleet[who]
+    page = Client()
+    page.force_login(user)
+    api = APIClient()
+    api.force_authenticate(user)
+    html = page.get("/history/", query).content.decode()
+    shown = re.findall(r'href="/history/([A-Z_]+)/([0-9]+)/"', html)
+    answered = api.get("/api/configs/history/", {**query, "limit": 50}).json()["results"]
+    args = [query["config_type"]] if "config_type" in query else []
+    args += ["--name", query["name"]] if "name" in query else []
+    printed = json.loads(poolctl("--as", user.username, "config", "history", *args, "--format", "json"))["revisions"]
+    expected = [(row["config_type"], str(row["revision"])) for row in answered]
+    assert shown == expected
+    assert [(row["config_type"], str(row["revision"])) for row in printed][:50] == expected

@@ -39,7 +39,6 @@ from pools.models import ResourceValidation as ResourceValidationModel
 from . import serializers
 from .conditional import if_match, with_etag
 from .errors import ConfigProblems, bad_request, object_path, service_errors
-from .filters import PlatformFilterSet
 from .metadata import EndpointMetadata
 from .parsers import BoundedJSONParser
 from .renderers import CSVRenderer
@@ -373,7 +372,7 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
     lookup_value_regex = r"[^/]+"
     ordering_fields = ["name"]
     ordering = ["name"]
-    filterset_class = PlatformFilterSet
+    filterset_class = filtersets.PlatformFilterSet
 
     def pool(self) -> Pool:
         with service_errors():
@@ -489,7 +488,7 @@ class PlatformViewSet(ApiView, viewsets.GenericViewSet):
 
     queryset = Platform.objects.none()
     serializer_class = serializers.PlatformSerializer
-    filterset_class = PlatformFilterSet
+    filterset_class = filtersets.PlatformFilterSet
     ordering_fields = ["name", "pool__name"]
     ordering = ["pool__name", "name"]
 
@@ -699,16 +698,18 @@ class ConfigHistoryView(ApiView, GenericAPIView):
     """Revisions, newest first: ``poolctl config history``."""
 
     serializer_class = serializers.RevisionSerializer
-    filterset_class = filtersets.ConfigRevisionFilterSet
     queryset = ConfigRevision.objects.none()
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = []
 
-    def get_queryset(self):
-        return selectors.config_history(user=self.request.user)
-
-    @extend_schema(summary="Config history", responses=serializers.RevisionSerializer(many=True))
+    @extend_schema(
+        summary="Config history",
+        parameters=filter_parameters(filtersets.ConfigRevisionFilterSet),
+        responses=serializers.RevisionSerializer(many=True),
+    )
     def get(self, request):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        with service_errors():
+            revisions = selectors.config_history(user=request.user, filters=request.query_params)
+        page = self.paginate_queryset(revisions)
         shown = [selectors.redacted(revision, request.user) for revision in page]
         return self.get_paginated_response(self.get_serializer(shown, many=True).data)
 

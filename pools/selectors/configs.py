@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from accounts.access import is_system
@@ -17,7 +17,8 @@ from accounts.models import Role
 
 from ..choices import TYPE_LABELS, ConfigType, RevisionAction
 from ..configs.fields import backend_body, pool_body, role_body
-from ..engine.errors import NotFound
+from ..engine.errors import ConfigError, NotFound
+from ..filtersets import ConfigRevisionFilterSet, filter_errors
 from ..models import (
     Backend,
     ConfigRevision,
@@ -83,18 +84,16 @@ def describe_change(action: str, config_type: ConfigType, changed: list[str]) ->
     return f"{RevisionAction(action).label} {label}{'s' if len(changed) > 1 else ''} {names}"
 
 
-def config_history(*, user, config_type: ConfigType | None = None, name: str | None = None):
-    """Revisions ``user`` may see, newest first, optionally of one type and/or one object name.
+def config_history(*, user, filters: Mapping | None = None):
+    """Revisions ``user`` may see, newest first, filtered as ``ConfigRevisionFilterSet`` says.
 
-    A queryset (for paging); pass each row shown through ``redacted``.
+    A queryset (for paging); pass each row shown through ``redacted``. Bad filters raise ``ConfigError``.
     """
     revisions = ConfigRevision.objects.restrict(user).defer("snapshot")
-    if config_type:
-        revisions = revisions.filter(config_type=config_type)
-    if name:
-        touched = [pk for pk, changed in revisions.values_list("pk", "changed") if name in changed]
-        revisions = revisions.filter(pk__in=touched)
-    return revisions.order_by("-created_at", "config_type", "-revision")
+    filterset = ConfigRevisionFilterSet(filters or {}, queryset=revisions)
+    if not filterset.is_valid():
+        raise ConfigError(filter_errors(filterset))
+    return filterset.qs.order_by("-created_at", "config_type", "-revision")
 
 
 def revision_summary(revision: ConfigRevision) -> dict:

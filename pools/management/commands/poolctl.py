@@ -277,10 +277,10 @@ class Command(BaseCommand):
         self.out(cli.as_json(data))
 
     def do_config_history(self, o):
-        config_type = parse_config_type(o["type"]) if o["type"] else None
+        filters = {"config_type": [parse_config_type(o["type"])] if o["type"] else [], "name": o["name"] or ""}
         revisions = [
             selectors.revision_summary(selectors.redacted(r, self.principal))
-            for r in selectors.config_history(config_type=config_type, name=o["name"], user=self.principal)
+            for r in selectors.config_history(user=self.principal, filters=filters)
         ]
         self.out(cli.as_json({"revisions": revisions}) if o["format"] == "json" else cli.history_text(revisions))
 
