@@ -241,8 +241,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# Where `file` backends (and simulated backends' blueprints) may read inventories from; the demo's own
-# directory is allowed too (SEMANTICS §7.3).
+# The only directory `file` backends (and simulated backends' blueprints) may read inventories from; the demo
+# writes its blueprints below it (SEMANTICS §7.3).
 GPUPOOL_INVENTORY_DIR = Path(os.environ.get("GPUPOOL_INVENTORY_DIR") or VAR_DIR / "inventory")
 
 # Pool semantics that are deployment settings rather than per-object config (SEMANTICS.md §6).

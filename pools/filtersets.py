@@ -1,4 +1,4 @@
-"""One FilterSet per model, shared by the UI list pages and the API's ``?field=`` parameters."""
+"""One FilterSet per model: the ``?field=`` parameters of the API's lists (the UI pages filter in their views)."""
 
 import django_filters
 from django import forms
@@ -15,7 +15,6 @@ from .models import (
     Backend,
     ConfigRevision,
     Node,
-    NodeLabelChange,
     NodeMembership,
     Platform,
     Pod,
@@ -280,11 +279,3 @@ class UsageSampleFilterSet(django_filters.FilterSet):
     class Meta:
         model = UsageSample
         fields = ["scope", "key", "resolution", "backend"]
-
-
-class NodeLabelChangeFilterSet(django_filters.FilterSet):
-    backend = django_filters.CharFilter(field_name="backend__name")
-
-    class Meta:
-        model = NodeLabelChange
-        fields = ["node_name", "key", "username", "backend"]

@@ -42,11 +42,11 @@ def build(pools: int, nodes: int) -> None:
     """The fleet and the pools, through the services like any other configuration."""
     from pools import services
     from pools.choices import ConfigType
-    from pools.inventory.simulated import SimulatedFleet
+    from pools.fleet.nodes import catalogue_nodes
     from pools.models import Backend
 
     actor = services.Actor.system("bench")
-    sample = SimulatedFleet(seed=7, size=nodes, blueprint=None).nodes(time.time())
+    sample = catalogue_nodes(seed=7, size=nodes)  # the nodes the backend below is made of
     groups = sorted(
         {
             (

@@ -30,8 +30,6 @@ import threading
 import time
 from pathlib import Path
 
-from accounts.access import SYSTEM
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "bench"))
@@ -45,13 +43,14 @@ EMITTED = "bench.example.com/emitted-at"
 
 def serve(connection, nodes: int, pods: int, seed: int) -> None:
     """Child process: generate the cluster, serve it, and run the driver's commands."""
-    from cluster import generate_cluster
     from fake_apiserver import FakeApiServer
 
-    node_objects, pod_objects = generate_cluster(nodes=nodes, pods=pods, seed=seed)
+    from pools.fleet.layouts import POOL_LABEL, pool_cluster
+
+    node_objects, pod_objects = pool_cluster(nodes=nodes, pods=pods, seed=seed)
     pool_nodes = {}
     for node in node_objects:
-        pool = node["metadata"]["labels"].get("pool.example.com/name")
+        pool = node["metadata"]["labels"].get(POOL_LABEL)
         if pool:
             pool_nodes.setdefault(pool, []).append(node)
     server = FakeApiServer(node_objects, pod_objects, event_log_size=200_000).start()
@@ -189,10 +188,10 @@ def main() -> None:
         f"(generated and serialised in {time.perf_counter() - started:.1f} s)"
     )
 
-    from cluster import pool_config
-
+    from accounts.access import SYSTEM
     from pools import selectors, services
     from pools.choices import ConfigType
+    from pools.fleet.layouts import pool_config
     from pools.inventory.sources import KubernetesSource
     from pools.models import Backend, Node, NodeMembership, Pod
 

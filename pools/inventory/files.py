@@ -3,50 +3,44 @@
 A ``file`` backend's ``source`` (and a ``simulated`` backend's blueprint) names a file on the server, so
 whoever may write a backend could otherwise make the console read ``/etc/shadow`` (and learn from the
 answer whether it exists) or ``/dev/zero`` (and fill its memory). Sources must therefore resolve, symlinks
-followed, below ``GPUPOOL_INVENTORY_DIR`` or the demo's own directory. That is checked when a backend is
-written and again when the file is read; a file outside, missing or unreadable gets the same answer.
-Only regular files of at most ``MAX_INVENTORY_BYTES`` are read.
+followed, below ``GPUPOOL_INVENTORY_DIR`` (where the demo writes its backends' blueprints too). That is
+checked when a backend is written and again when the file is read; a file outside, missing or unreadable gets
+the same answer. Only regular files of at most ``MAX_INVENTORY_BYTES`` are read.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from django.conf import settings
 
 from .records import InventoryError
 
 MAX_INVENTORY_BYTES = 256 * 1024**2
-# The demo's inventories, always readable: `make run` builds its backends on them.
-DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"
 
 
 class FileTooLarge(ValueError):
     """A file is larger than the caller reads."""
 
 
-def inventory_dirs() -> list[str]:
-    """The directories inventory files may be read from, symlinks resolved."""
-    return [os.path.realpath(directory) for directory in (settings.GPUPOOL_INVENTORY_DIR, DEMO_DIR)]
+def inventory_dir() -> str:
+    """The directory inventory files may be read from, symlinks resolved."""
+    return os.path.realpath(settings.GPUPOOL_INVENTORY_DIR)
 
 
 def _allowed_location(path: str) -> str | None:
-    """``path`` with symlinks resolved, if that lies below an inventory directory; None otherwise."""
+    """``path`` with symlinks resolved, if that lies below the inventory directory; None otherwise."""
     try:
         real = os.path.realpath(path)
     except ValueError:  # a NUL character: no file has that name
         return None
-    for directory in inventory_dirs():
-        if os.path.commonpath([real, directory]) == directory and real != directory:
-            return real
-    return None
+    directory = inventory_dir()
+    return real if os.path.commonpath([real, directory]) == directory and real != directory else None
 
 
 def _place_message() -> str:
-    first, *others = inventory_dirs()
-    return f"must be a file under the inventory directory {first}" + "".join(f" (or {other})" for other in others)
+    return f"must be a file under the inventory directory {inventory_dir()}"
 
 
 def inventory_path_problem(path: str) -> str | None:

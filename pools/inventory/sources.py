@@ -7,7 +7,8 @@ through the same code path, so a source only has to speak Kubernetes objects.
 - ``file``: a Kubernetes List as ``kubectl get nodes,pods -A -o json`` prints it (list only).
 - ``kubernetes``: the API server, through the official client but reading raw JSON (its model
   deserialisation costs several times more than the whole sync), paginated, watched with bookmarks.
-- ``simulated``: a seeded GPU fleet whose pods come and go with time (``simulated.SimulatedFleet``).
+- ``simulated``: a seeded GPU fleet whose pods come and go with time (``pools.fleet.Fleet``), made of the
+  catalogue's kinds or of the nodes of a blueprint List.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Protocol
 from pools.choices import BackendKind
 from pools.configs import parse_document
 from pools.engine.errors import ConfigError
+from pools.fleet import Fleet, blueprint_from_list
 
 from .files import read_inventory_text
 from .records import Inventory, InventoryError, add_objects, inventory_from_list, paused_gc
@@ -317,13 +319,11 @@ class SimulatedSource:
         pool_labels=None,
         clock: Callable[[], float] = time.time,
     ):
-        from .simulated import SimulatedFleet, blueprint_from_list
-
         blueprint = None
         if blueprint_path:
             blueprint = blueprint_from_list(read_inventory_document(blueprint_path))
-        self.fleet = SimulatedFleet(
-            seed=seed, size=size, blueprint=blueprint, pool_labels=None if callable(pool_labels) else pool_labels
+        self.fleet = Fleet(
+            seed=seed, size=size, nodes=blueprint, pool_labels=None if callable(pool_labels) else pool_labels
         )
         self.clock = clock
         if callable(pool_labels):

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-import os
+import json
+from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from pools import selectors
 from pools.choices import ConfigType
 from pools.configs import read_document
-from pools.inventory.files import DEMO_DIR
+from pools.fleet.layouts import DEMO_BACKENDS, demo_nodes
+from pools.fleet.nodes import node_list
 from pools.models import Backend, Pool
 
 from .actors import SYSTEM, Actor
 from .config import config_apply, config_import
 from .inventory import backend_sync
+
+# The demo's configuration bundle; its backends' blueprints are made by pools.fleet.layouts.
+DEMO_BUNDLE = Path(__file__).resolve().parents[1] / "demo" / "config.yaml"
 
 
 def demo_install(*, actor: Actor = SYSTEM) -> bool:
@@ -25,21 +31,21 @@ def demo_install(*, actor: Actor = SYSTEM) -> bool:
     """
     if Pool.objects.exists():
         return False
-    bundle_path = os.path.join(DEMO_DIR, "config.yaml")
+    blueprints = demo_blueprints_write()
     with transaction.atomic():
         config_import(
-            data=read_document(bundle_path),
+            data=read_document(str(DEMO_BUNDLE)),
             actor=actor,
             description="Demo configuration",
             tags=["demo"],
-            base_dir=DEMO_DIR,
+            base_dir=str(blueprints),
         )
         default = selectors.config_show(config_type=ConfigType.BACKEND, name="default", user=actor.principal)["default"]
         if not default["source"]:
             default.update(
                 kind="simulated",
                 seed=5,
-                source=os.path.join(DEMO_DIR, "inventory-default.json"),
+                source=str(blueprints / "default.json"),
                 description="The default backend (a simulated fleet for the demo)",
             )
             config_apply(
@@ -51,3 +57,14 @@ def demo_install(*, actor: Actor = SYSTEM) -> bool:
     for backend in Backend.objects.exclude(source=""):
         backend_sync(backend=backend)
     return True
+
+
+def demo_blueprints_write() -> Path:
+    """Write the nodes of each demo backend as a List ``<backend>.json`` below the inventory directory, where
+    the simulated backends read their blueprints; returns that directory. The files are the same every time."""
+    directory = Path(settings.GPUPOOL_INVENTORY_DIR) / "demo"
+    directory.mkdir(parents=True, exist_ok=True)
+    for backend in DEMO_BACKENDS:
+        text = json.dumps(node_list(demo_nodes(backend)), separators=(",", ":"))
+        (directory / f"{backend}.json").write_text(text + "\n")
+    return directory

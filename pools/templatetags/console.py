@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from itertools import zip_longest
 from urllib.parse import quote
@@ -30,14 +29,6 @@ def count(value) -> str:
 
 
 @register.filter
-def percent(part, whole) -> str:
-    """``part`` of ``whole`` as a rounded percentage ("—" when there is no whole)."""
-    if not whole:
-        return "—"
-    return f"{round(100 * float(part) / float(whole))}%"
-
-
-@register.filter
 def lookup(mapping, key):
     """``mapping[key]`` in a template (None when absent)."""
     return (mapping or {}).get(key)
@@ -46,11 +37,6 @@ def lookup(mapping, key):
 @register.filter
 def as_yaml(value) -> str:
     return document_text(value)
-
-
-@register.filter
-def as_json(value) -> str:
-    return json.dumps(value, indent=2, sort_keys=True)
 
 
 LEVEL_LABELS = {"ok": "within quota", "near": "near quota", "over": "over quota"}

@@ -5,10 +5,10 @@ label selectors, watches (chunked newline-delimited JSON with bookmarks, 410 Exp
 GET of single objects and PATCH (merge, strategic-merge as merge, JSON patch). The benchmark driver changes the
 cluster through a thread-safe Python API in the same process::
 
-    from cluster import generate_cluster
     from fake_apiserver import FakeApiServer
+    from pools.fleet.layouts import pool_cluster
 
-    nodes, pods = generate_cluster(nodes=200, pods=3000)
+    nodes, pods = pool_cluster(nodes=200, pods=3000)
     with FakeApiServer(nodes, pods) as server:           # starts on a free port
         cfg = kubernetes.client.Configuration(host=server.url)
         ...
@@ -33,6 +33,7 @@ import gc
 import json
 import random
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -40,12 +41,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
-
-try:
-    from .cluster import generate_cluster
-except ImportError:  # run as a script, or imported with scripts/bench on sys.path
-    from cluster import generate_cluster
 
 KINDS = {"pod": "Pod", "pods": "Pod", "node": "Node", "nodes": "Node"}
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
@@ -903,8 +900,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=3600, help="seconds to serve (default 3600)")
     parser.add_argument("--churn", type=float, default=0.0, help="fraction of pods changed every second")
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for pools.fleet
+    from pools.fleet.layouts import pool_cluster
+
     started = time.perf_counter()
-    nodes, pods = generate_cluster(args.nodes, args.pods, args.pools, args.platforms, args.seed)
+    nodes, pods = pool_cluster(args.nodes, args.pods, args.pools, args.platforms, args.seed)
     print(f"generated {len(nodes)} nodes, {len(pods)} pods in {time.perf_counter() - started:.1f} s", flush=True)
     rng = random.Random(args.seed)
     with FakeApiServer(nodes, pods, port=args.port) as server:

@@ -30,11 +30,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for pools.fleet
 
-from cluster import generate_cluster, pool_config  # noqa: E402
 from fake_apiserver import FakeApiServer  # noqa: E402
 from kubernetes import client, watch  # noqa: E402
 from kubernetes.client.rest import ApiException  # noqa: E402
+
+from pools.fleet.layouts import pool_cluster, pool_config  # noqa: E402
 
 TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 FAILURES: list[str] = []
@@ -93,12 +95,12 @@ def timed(fn, *args, **kwargs):
 
 def small_checks() -> None:
     print("== small cluster: 200 nodes, 3,000 pods", flush=True)
-    (nodes, pods), seconds = timed(generate_cluster, nodes=200, pods=3000)
+    (nodes, pods), seconds = timed(pool_cluster, nodes=200, pods=3000)
     print(f"  generated in {seconds:.2f} s")
     bundle = pool_config()
     pairs = sum(len(pool["platforms"]) for pool in bundle["pools"].values())
     check(pairs == 150 and len(bundle["podTemplates"]) == 53, f"pool_config: {pairs} (pool, platform) pairs")
-    check(generate_cluster(nodes=200, pods=3000) == (nodes, pods), "generation is deterministic")
+    check(pool_cluster(nodes=200, pods=3000) == (nodes, pods), "generation is deterministic")
     live = sum(1 for pod in pods if pod["status"]["phase"] not in ("Succeeded", "Failed"))
     pod_names = [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
     check(len(set(pod_names)) == len(pods), "pod names are unique")
@@ -318,7 +320,7 @@ def dropped(server: FakeApiServer, api: client.CoreV1Api) -> None:
 
 def _serve(nodes: int, pods: int, conn) -> None:
     """Child process: generate, serve, report, wait for 'stop' (bounded)."""
-    cluster, seconds = timed(generate_cluster, nodes=nodes, pods=pods)
+    cluster, seconds = timed(pool_cluster, nodes=nodes, pods=pods)
     server, load = timed(FakeApiServer, *cluster)
     del cluster
     _, warm = timed(server.start)
@@ -378,7 +380,7 @@ def full_timings(nodes: int, pods: int, typed: bool) -> None:
         process.kill()
         return
     info = parent.recv()
-    print(f"  generate_cluster: {info['generate']:.1f} s; load into the server: {info['load']:.1f} s;", end="")
+    print(f"  pool_cluster: {info['generate']:.1f} s; load into the server: {info['load']:.1f} s;", end="")
     print(f" serialise every object (warm): {info['warm']:.1f} s")
     print(f"  child ready after {time.perf_counter() - start:.1f} s; server RSS {rss_mb(process.pid)[0]:,.0f} MB")
     api = api_for(info["url"])

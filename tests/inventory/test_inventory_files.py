@@ -1,4 +1,4 @@
-"""SEMANTICS §7.3: inventories are read only below GPUPOOL_INVENTORY_DIR (or the demo's), 256 MiB at most.
+"""SEMANTICS §7.3: inventories are read only below GPUPOOL_INVENTORY_DIR, 256 MiB at most.
 
 Every refusal reads the same whether the file is outside, missing or unreadable, so the answers tell nothing
 about the server's other files.
@@ -14,7 +14,7 @@ from kube_objects import node, write_list
 from pools import services
 from pools.choices import ConfigType
 from pools.engine.errors import ConfigError
-from pools.inventory.files import DEMO_DIR, MAX_INVENTORY_BYTES, read_inventory_text
+from pools.inventory.files import MAX_INVENTORY_BYTES, read_inventory_text
 from pools.inventory.records import InventoryError
 from pools.models import Backend, ConfigRevision
 
@@ -45,18 +45,18 @@ def test_a_source_outside_the_inventory_directory_is_refused_the_same_way_whatev
     assert answers == {
         (
             "backend 'probe'.source",
-            f"must be a file under the inventory directory {inventory_dir} (or {DEMO_DIR})",
+            f"must be a file under the inventory directory {inventory_dir}",
         )
     }
     assert not Backend.objects.filter(name="probe").exists() and ConfigRevision.objects.count() == revisions
 
 
-def test_files_below_the_inventory_directories_are_accepted_even_before_they_exist(db, actor, inventory_dir):
+def test_files_below_the_inventory_directory_are_accepted_even_before_they_exist(db, actor, inventory_dir):
     services.config_apply(
         changes={
             ConfigType.BACKEND: {
                 "later": {"kind": "file", "source": str(inventory_dir / "sub" / "later.json")},
-                "demo": {"kind": "simulated", "seed": 1, "source": str(DEMO_DIR / "inventory-default.json")},
+                "demo": {"kind": "simulated", "seed": 1, "source": str(inventory_dir / "demo" / "default.json")},
             }
         },
         actor=actor,
@@ -82,8 +82,8 @@ def test_reading_checks_again_and_gives_one_answer_for_outside_missing_and_unrea
             read_inventory_text(source)
         messages.add(str(raised.value).replace(f"inventory file {source}:", "inventory file SOURCE:"))
     assert messages == {
-        f"cannot read the inventory file SOURCE: it must be a file under the inventory directory {inventory_dir} "
-        f"(or {DEMO_DIR}), readable by the console"
+        f"cannot read the inventory file SOURCE: it must be a file under the inventory directory {inventory_dir}, "
+        "readable by the console"
     }
 
 

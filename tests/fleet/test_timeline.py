@@ -1,29 +1,30 @@
-"""The simulated fleet: deterministic in (seed, configuration, time), realistic, and consistent with its events."""
+"""A fleet over time: deterministic in (seed, nodes, time), realistic, and consistent with its events."""
 
 import json
 import time
 from collections import defaultdict
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
+from pools.fleet import Fleet, FleetEvent, blueprint_from_list
+from pools.fleet.layouts import DEMO_BACKENDS, demo_nodes
+from pools.fleet.nodes import node_list
 from pools.inventory.records import node_record, pod_record
-from pools.inventory.simulated import FleetEvent, SimulatedFleet, blueprint_from_list
 
-DEMO = Path(__file__).resolve().parents[2] / "pools" / "demo"
 T0 = 1_763_715_600.0  # 2025-11-21 09:00:00 UTC
 GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    return SimulatedFleet(seed=11)
+    return Fleet(seed=11)
 
 
 @pytest.fixture(scope="module")
 def gpu_blueprint():
-    return blueprint_from_list(json.loads((DEMO / "inventory-gpu-cluster-01.json").read_text()))
+    """The nodes of the demo's gpu-cluster-01, read back from a List as a simulated backend reads its blueprint."""
+    return blueprint_from_list(json.loads(json.dumps(node_list(demo_nodes("gpu-cluster-01", seed=1)))))
 
 
 def dump(objects):
@@ -79,10 +80,10 @@ def gpu_usage(nodes, pods):
 
 # -- determinism ---------------------------------------------------------------------------------------------------
 def test_same_seed_and_time_give_the_same_state(fleet):
-    other = SimulatedFleet(seed=11)
+    other = Fleet(seed=11)
     other.state(T0 + 3600)  # what a fleet computed before must not matter
     for t in (T0, T0 + 7.3, T0 + 86_400):
-        assert dump(fleet.state(t)) == dump(SimulatedFleet(seed=11).state(t)) == dump(other.state(t))
+        assert dump(fleet.state(t)) == dump(Fleet(seed=11).state(t)) == dump(other.state(t))
         assert dump(fleet.state(t)) == dump(fleet.state(t))
     # the state is the state at the start of the tick
     assert dump(fleet.state(T0 + 1)) == dump(fleet.state(T0 + 4.9))
@@ -91,13 +92,13 @@ def test_same_seed_and_time_give_the_same_state(fleet):
 
 def test_different_seeds_differ(fleet):
     nodes, pods, _ = fleet.state(T0)
-    other_nodes, other_pods, _ = SimulatedFleet(seed=12).state(T0)
+    other_nodes, other_pods, _ = Fleet(seed=12).state(T0)
     assert [n["metadata"]["name"] for n in nodes] == [n["metadata"]["name"] for n in other_nodes]
     assert {p["metadata"]["name"] for p in pods} != {p["metadata"]["name"] for p in other_pods}
     assert dump(nodes) != dump(other_nodes)
 
 
-# -- the catalogue -------------------------------------------------------------------------------------------------
+# -- the catalogue's mix ----------------------------------------------------------------------------------------------
 def test_catalogue_nodes_are_realistic(fleet):
     nodes = fleet.nodes(T0)
     assert len(nodes) == 40
@@ -131,9 +132,9 @@ def test_catalogue_nodes_are_realistic(fleet):
 
 
 def test_sizes():
-    assert len(SimulatedFleet(seed=1, size=3).nodes(T0)) == 3
-    assert SimulatedFleet(seed=1, size=0).state(T0)[:2] == ([], [])
-    big = SimulatedFleet(seed=1, size=300, system_pods=False)
+    assert len(Fleet(seed=1, size=3).nodes(T0)) == 3
+    assert Fleet(seed=1, size=0).state(T0)[:2] == ([], [])
+    big = Fleet(seed=1, size=300, system_pods=False)
     names = [n["metadata"]["name"] for n in big.nodes(T0)]
     assert len(names) == len(set(names)) == 300
     assert all(p["metadata"]["labels"].get("app.kubernetes.io/managed-by") == "osmo" for p in big.pods(T0))
@@ -198,10 +199,10 @@ def test_pod_labels_and_priorities(fleet):
 
 
 def test_pool_labels_come_only_from_the_mapping():
-    plain = SimulatedFleet(seed=5)
+    plain = Fleet(seed=5)
     names = [n["metadata"]["name"] for n in plain.nodes(T0)]
     mapping = {names[0]: ["alpha"], names[1]: ["alpha", "beta"], names[2]: [], "no-such-node": ["gamma"]}
-    fleet = SimulatedFleet(seed=5, pool_labels=mapping)
+    fleet = Fleet(seed=5, pool_labels=mapping)
     seen = defaultdict(set)
     for step in range(30):
         for pod in fleet.pods(T0 + step * 60):
@@ -301,7 +302,7 @@ def test_blueprint_from_list(gpu_blueprint):
 
 def test_blueprint_nodes_are_kept_and_cloned(gpu_blueprint):
     original = json.loads(json.dumps(gpu_blueprint))
-    fleet = SimulatedFleet(seed=2, blueprint=gpu_blueprint, size=60)
+    fleet = Fleet(seed=2, nodes=gpu_blueprint, size=60)
     assert gpu_blueprint == original  # the blueprint is not modified
     nodes, pods, _ = fleet.state(T0)
     records(nodes, pods)
@@ -321,12 +322,12 @@ def test_blueprint_nodes_are_kept_and_cloned(gpu_blueprint):
         }
         assert by_name[f"{name}-c2"]["status"]["allocatable"] == blueprint_node["status"]["allocatable"]
     assert len({n["metadata"]["uid"] for n in nodes}) == 60
-    assert len(SimulatedFleet(seed=2, blueprint=gpu_blueprint).nodes(T0)) == 24
-    assert len(SimulatedFleet(seed=2, blueprint=gpu_blueprint, size=5).nodes(T0)) == 5
+    assert len(Fleet(seed=2, nodes=gpu_blueprint).nodes(T0)) == 24
+    assert len(Fleet(seed=2, nodes=gpu_blueprint, size=5).nodes(T0)) == 5
 
 
 def test_blueprint_unavailable_nodes_stay_down_without_jobs(gpu_blueprint):
-    fleet = SimulatedFleet(seed=2, blueprint=gpu_blueprint)
+    fleet = Fleet(seed=2, nodes=gpu_blueprint)
     for step in range(20):
         nodes, pods, _ = fleet.state(T0 + step * 90)
         by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -343,10 +344,10 @@ def test_blueprint_unavailable_nodes_stay_down_without_jobs(gpu_blueprint):
         pytest.fail("no job ever requested a MIG device on a100-b-008")
 
 
-def test_every_demo_inventory_works_as_a_blueprint():
-    for path in sorted(DEMO.glob("inventory-*.json")):
-        blueprint = blueprint_from_list(json.loads(path.read_text()))
-        fleet = SimulatedFleet(seed=3, blueprint=blueprint, size=2 * len(blueprint))
+def test_every_demo_backend_works_as_a_blueprint():
+    for backend in DEMO_BACKENDS:
+        blueprint = demo_nodes(backend, seed=3)
+        fleet = Fleet(seed=3, nodes=blueprint, size=2 * len(blueprint))
         nodes, pods, _ = fleet.state(T0)
         records(nodes, pods)
         assert len(nodes) == 2 * len(blueprint)
@@ -357,7 +358,7 @@ def test_every_demo_inventory_works_as_a_blueprint():
 # -- scale ---------------------------------------------------------------------------------------------------------
 def test_a_big_fleet_is_fast_enough():
     started = time.perf_counter()
-    fleet = SimulatedFleet(seed=9, size=5000)
+    fleet = Fleet(seed=9, size=5000)
     built = time.perf_counter()
     nodes, pods, _ = fleet.state(T0)
     listed = time.perf_counter()

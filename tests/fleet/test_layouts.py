@@ -1,0 +1,120 @@
+"""The named fleets: the demo's backends and the cluster of pools, from the one catalogue, sized as asked."""
+
+import json
+from collections import Counter, defaultdict
+
+import pytest
+
+from pools.fleet import Fleet
+from pools.fleet.catalogue import GPUS, SHAPES
+from pools.fleet.layouts import DEMO_BACKENDS, demo_nodes, node_pools, pool_cluster, pool_config, pool_nodes
+from pools.fleet.nodes import catalogue_nodes
+from pools.inventory.records import node_record, pod_record
+from pools.models import Backend, NodeMembership, Platform
+
+T0 = 1_763_715_600.0
+
+
+def records(nodes, pods=()):
+    warnings: list[str] = []
+    result = [node_record(n, warnings) for n in nodes], [pod_record(p, warnings) for p in pods]
+    assert warnings == []
+    return result
+
+
+def test_the_same_seed_gives_the_same_objects_and_another_seed_others():
+    assert pool_cluster(nodes=60, pods=1500, seed=3) == pool_cluster(nodes=60, pods=1500, seed=3)
+    assert demo_nodes("gpu-cluster-01", seed=3) == demo_nodes("gpu-cluster-01", seed=3)
+    nodes, pods = pool_cluster(nodes=60, pods=1500, seed=3)
+    other_nodes, other_pods = pool_cluster(nodes=60, pods=1500, seed=4)
+    assert json.dumps(nodes) != json.dumps(other_nodes) and json.dumps(pods) != json.dumps(other_pods)
+
+
+def test_every_layout_takes_its_gpus_and_machines_from_the_one_catalogue():
+    products = {gpu.product for gpu in GPUS.values()}
+    everything = [
+        *catalogue_nodes(seed=1, size=200),
+        *pool_nodes(nodes=300, platforms=6, seed=1),
+        *(node for backend in DEMO_BACKENDS for node in demo_nodes(backend)),
+    ]
+    node_records, _ = records(everything)
+    assert {r.gpu_product for r in node_records} - {""} <= products
+    assert {r.labels["node.kubernetes.io/instance-type"] for r in node_records} <= set(SHAPES)
+    for node in everything:
+        shape = SHAPES[node["metadata"]["labels"]["node.kubernetes.io/instance-type"]]
+        assert node["status"]["capacity"]["cpu"] == str(shape.cpu)
+        if shape.gpu:
+            assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == GPUS[shape.gpu].product
+
+
+def test_sizes_are_honoured():
+    nodes, pods = pool_cluster(nodes=120, pods=2_500, pools=7, platforms=2)
+    assert len(nodes) == 120 and len(pods) == 2_500
+    assert len({(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}) == 2_500
+    assert len(Fleet(seed=2, size=7).nodes(T0)) == 7
+    with pytest.raises(ValueError, match="at least"):
+        pool_cluster(nodes=10, pods=5)
+    with pytest.raises(ValueError, match="at most"):
+        pool_cluster(nodes=2, pods=10_000)
+
+
+def test_the_cluster_of_pools_labels_nodes_and_pods_by_pool_and_never_overcommits():
+    nodes, pods = pool_cluster(nodes=200, pods=4_000, pools=12, platforms=3, seed=5)
+    membership = node_pools(nodes)
+    assert {pool for pools in membership.values() for pool in pools} == {f"pool-{i:02d}" for i in range(1, 13)}
+    assert any(len(pools) == 2 for pools in membership.values())  # every sixth pool shares some nodes
+    assert {p["status"]["phase"] for p in pods} == {"Pending", "Running", "Succeeded", "Failed"}
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        if "osmo.priority" in labels:
+            assert labels["osmo.pool"] in membership[pod["spec"]["nodeName"]] and labels["osmo.user"]
+    node_records, pod_records = records(nodes, pods)  # finished pods have no record: they use nothing
+    used = defaultdict(int)
+    for record in filter(None, pod_records):
+        used[record.node_name] += record.gpu
+    assert all(used[n.name] <= n.gpu for n in node_records)
+    bundle = pool_config(pools=12, platforms=3)
+    assert len(bundle["pools"]) == 12 and set(bundle["pools"]["pool-01"]["platforms"]) == {"h100", "a100", "l40s"}
+
+
+def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
+    counts = {backend: len(demo_nodes(backend)) for backend in DEMO_BACKENDS}
+    assert counts == {
+        "gpu-cluster-01": 24,
+        "graphics-cluster-01": 12,
+        "inference-cluster-01": 10,
+        "dev-cluster-01": 8,
+        "default": 8,
+    }
+    by_name = {r.name: r for backend in DEMO_BACKENDS for r in records(demo_nodes(backend))[0]}
+    prefixes = Counter(name.rsplit("-", 1)[0] for name in by_name)
+    assert prefixes == {
+        "h100-a": 8,
+        "a100-b": 8,
+        "gb200-c": 4,
+        "cpu-sys": 4,
+        "l40-s": 6,
+        "l40s-s": 5,
+        "cpu-sim": 1,
+        "t4-i": 6,
+        "cpu-i": 4,
+        "a10g-d": 3,
+        "cpu-d": 5,
+        "l40s-d": 4,
+        "a100-d": 4,
+    }
+    unavailable = {
+        name
+        for name, r in by_name.items()
+        if r.unschedulable or any(c["type"] == "Ready" and c["status"] != "True" for c in r.conditions)
+    }
+    assert unavailable == {"h100-a-006", "a100-b-005", "l40-s-003", "cpu-d-004", "a100-d-004"}
+    assert by_name["a100-b-007"].mig_devices and by_name["a100-b-008"].mig_devices["1g.10gb"] == 56
+    assert by_name["l40s-s-005"].gpu_replicas == 4 and by_name["l40s-s-005"].gpu == 32
+
+
+def test_every_demo_platform_selects_at_least_one_node(demo):
+    platforms = set(Platform.objects.values_list("pool__name", "name"))
+    selected = set(NodeMembership.objects.values_list("pool__name", "platform_name"))
+    assert len(platforms) == 11 and platforms <= selected
+    assert set(Backend.objects.values_list("name", flat=True)) == set(DEMO_BACKENDS)
