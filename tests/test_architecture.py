@@ -41,11 +41,12 @@ def offenders(package: str, forbidden) -> list[str]:
     ]
 
 
-def test_the_engine_imports_no_django_and_nothing_of_the_apps():
+@pytest.mark.parametrize("package", ["pools/engine", "pools/fleet"])
+def test_pure_packages_import_no_django_and_nothing_of_the_apps(package):
     assert offenders(
-        "pools/engine",
+        package,
         lambda name: name.split(".")[0] in {"django", "rest_framework", "accounts", "celery"}
-        or (name.startswith("pools.") and not name.startswith("pools.engine")),
+        or (name.startswith("pools.") and not name.startswith(("pools.engine", package.replace("/", ".")))),
     ) == []
 
 

@@ -27,9 +27,11 @@ def demo_install(*, actor: Actor = SYSTEM) -> bool:
     """Load the demo pools, templates, validations and backends, and sync their inventories.
 
     Only on a database without pools, so it never overwrites an administrator's work. Returns
-    whether it installed anything.
+    whether it installed anything. On a database that has pools, only demo backends still reading the
+    blueprints that used to be committed under ``pools/demo/`` are pointed at the generated ones.
     """
     if Pool.objects.exists():
+        _demo_blueprints_move(actor)
         return False
     blueprints = demo_blueprints_write()
     with transaction.atomic():
@@ -57,6 +59,28 @@ def demo_install(*, actor: Actor = SYSTEM) -> bool:
     for backend in Backend.objects.exclude(source=""):
         backend_sync(backend=backend)
     return True
+
+
+def _demo_blueprints_move(actor: Actor) -> None:
+    """Demo backends made before the blueprints were generated read ``pools/demo/inventory-<name>.json``, which
+    no longer exists: point them at the generated blueprint (one revision), and leave every other backend be."""
+    stale = {
+        backend.name: backend.source
+        for backend in Backend.objects.filter(name__in=list(DEMO_BACKENDS), source__contains="inventory-")
+        if Path(backend.source).name == f"inventory-{backend.name}.json"
+        and Path(backend.source).parent.match("pools/demo")
+    }
+    if not stale:
+        return
+    blueprints = demo_blueprints_write()
+    bodies = selectors.config_show(config_type=ConfigType.BACKEND, user=actor.principal)
+    changes = {name: {**bodies[name], "source": str(blueprints / f"{name}.json")} for name in stale}
+    config_apply(
+        changes={ConfigType.BACKEND: changes},
+        actor=actor,
+        description="Demo backends read their generated blueprints",
+        tags=["demo"],
+    )
 
 
 def demo_blueprints_write() -> Path:
