@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from conftest import POOLS, make_user
 from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from guardian.core import ObjectPermissionChecker
+from keycloak_realm import POOLS
+from people import person
 
 from accounts import services as access_services
 from accounts.access import is_console_admin, user_can
@@ -118,10 +119,10 @@ LISTINGS = [
 
 
 @pytest.fixture
-def people(team_pools, django_user_model):
+def people(team_pools):
     users = {}
     for name, (roles, flags) in PEOPLE.items():
-        users[name] = make_user(django_user_model, name, *roles, **flags)
+        users[name] = person(name, *roles, **flags)
     users[ANONYMOUS] = AnonymousUser()
     return users
 

@@ -8,7 +8,7 @@ and sign-out ends the provider's session as well.
 from pathlib import Path
 
 import pytest
-from conftest import POOLS, REALM_USERS
+from keycloak_realm import POOLS, REALM_USERS
 
 from accounts.models import ExternalIdentity
 

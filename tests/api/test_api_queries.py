@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from kube_objects import node, pod
+from people import person, role
 
 from pools import services
 from pools.choices import ConfigType
@@ -75,12 +76,12 @@ def query_counts(client, urls) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("who", ["admin", "scoped"])
-def test_list_endpoints_cost_a_constant_number_of_queries(who, cluster, actor, api_user, client_for, role_with):
+def test_list_endpoints_cost_a_constant_number_of_queries(who, cluster, actor, client_for):
     if who == "admin":
-        user = api_user("admin", superuser=True)
+        user = person("admin", is_superuser=True)
     else:
-        role = role_with("reader", [{"actions": ["*:Read"], "resources": ["pool/pool-*", "backend/*", "role/*"]}])
-        user = api_user("scoped", role)
+        granted = role("reader", {"actions": ["*:Read"], "resources": ["pool/pool-*", "backend/*", "role/*"]})
+        user = person("scoped", granted)
     client = client_for(user)
     populate(cluster, actor, 3, "small")
     small = query_counts(client, LISTS)

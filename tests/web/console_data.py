@@ -1,16 +1,12 @@
-"""Data the web console tests build: pools shaped like the demo's and users holding given roles."""
+"""Data the web console tests build: pools shaped like the demo's."""
 
 from __future__ import annotations
 
 import copy
 
-from django.contrib.auth.models import Group
-
 from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
-
-PASSWORD = "console-test-pw"
 
 
 def add_team_pools(*names: str) -> None:
@@ -21,9 +17,3 @@ def add_team_pools(*names: str) -> None:
         changes={ConfigType.POOL: {name: {**body, "description": f"{name} pool"} for name in names}},
         actor=services.Actor.system("tester"),
     )
-
-
-def make_user(django_user_model, username: str, *roles: str, **flags):
-    user = django_user_model.objects.create_user(username, password=PASSWORD, **flags)
-    user.groups.set(Group.objects.filter(name__in=roles))
-    return user

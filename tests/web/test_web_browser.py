@@ -7,15 +7,11 @@ back. Every page is saved as a screenshot in ``var/screenshots/`` for people to 
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from pathlib import Path
 
 import pytest
-from console_data import PASSWORD, make_user
-from django.conf import settings
-from service_checks import service_unavailable
+from browser import shoot
+from people import PASSWORD, person
 
 from accounts.access import SYSTEM
 from pools import selectors, services
@@ -23,39 +19,16 @@ from pools.inventory.sources import SimulatedSource
 from pools.models import Backend, ConfigRevision
 from pools.services.inventory import node_pool_names
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 TIMEOUT_MS = 20_000
 
 
 @pytest.fixture
-def browser(monkeypatch):
-    """A headless Chromium page; skipped locally (failed in CI) when Playwright or Chromium is missing."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        service_unavailable("playwright is not installed (pip install -r requirements.txt)")
-    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    if not executable:
-        service_unavailable("chromium is not installed (apt-get install -y chromium)")
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        page = chromium.new_page(viewport={"width": 1360, "height": 640})
-        page.set_default_timeout(TIMEOUT_MS)
-        yield page
-        chromium.close()
+def page(browser):
+    """A page of a fresh browser context, as wide as a laptop screen."""
+    context = browser.new_context(viewport={"width": 1360, "height": 640})
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture
@@ -63,10 +36,6 @@ def live_demo(transactional_db):
     """The demo on a database that other transactional tests may have flushed (built-ins included)."""
     services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
-
-
-def shoot(page, name: str) -> None:
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def sync_later(backend_name: str, seconds_ahead: float) -> None:
@@ -88,9 +57,8 @@ def gpus_in_use(admin, names: set[str]) -> str:
     return f"{sum(row['gpu']['total_usage'] for row in rows):,}"
 
 
-def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, live_server, browser, django_user_model):
-    admin = make_user(django_user_model, "ops", is_superuser=True, is_staff=True)
-    page = browser
+def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, live_server, page):
+    admin = person("ops", is_superuser=True, is_staff=True)
 
     # Sign in through the local form.
     page.goto(f"{live_server.url}/pools/team-development/")
