@@ -22,7 +22,7 @@ from accounts.models import Role
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.configs import TYPE_LABELS
-from pools.engine.errors import AccessDenied, ConfigError, NotFound
+from pools.engine.errors import AccessDenied, ConfigError
 from pools.models import ConfigRevision, PodTemplate, Pool, UsageSample
 
 EVIL_ROLE = {"description": "", "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]}
@@ -380,15 +380,27 @@ def test_the_gate_refuses_what_the_admin_site_would_let_a_staff_member_do(estate
 
 def test_a_rollback_that_would_touch_hidden_objects_is_refused_without_naming_them(estate):
     tess = estate["tess"]
-    first = ConfigRevision.objects.filter(config_type="POOL").order_by("revision").first()
-    # Rolling back to before the pools existed would delete robotics-training, which tess may not see.
-    visible_first = selectors.config_history(user=tess, config_type=ConfigType.POOL).order_by("revision").first()
-    with pytest.raises((AccessDenied, NotFound)) as refused:
+    created = selectors.config_history(user=tess, config_type=ConfigType.POOL).order_by("revision").first()
+    # Since then robotics-training, which tess may not see, changed too: rolling back would change it back.
+    services.pool_maintenance_set(name="robotics-training", enable=True, actor=services.SYSTEM)
+    services.pool_maintenance_set(name="team-a", enable=True, actor=services.SYSTEM)
+    with pytest.raises(AccessDenied) as refused:
         services.config_rollback(
-            config_type=ConfigType.POOL, revision=visible_first.revision, actor=services.Actor.of(tess, "api")
+            config_type=ConfigType.POOL, revision=created.revision, actor=services.Actor.of(tess, "api")
         )
     assert "robotics" not in str(refused.value)
-    assert Pool.objects.filter(name="robotics-training").exists() and first
+    assert Pool.objects.get(name="robotics-training").enable_maintenance
+    assert Pool.objects.get(name="team-a").enable_maintenance
+
+
+def test_a_rollback_that_changes_only_visible_objects_is_allowed_whatever_else_exists(estate):
+    tess = estate["tess"]
+    created = selectors.config_history(user=tess, config_type=ConfigType.POOL).order_by("revision").first()
+    services.pool_maintenance_set(name="team-a", enable=True, actor=services.SYSTEM)
+    [revision] = services.config_rollback(
+        config_type=ConfigType.POOL, revision=created.revision, actor=services.Actor.of(tess, "api")
+    )
+    assert revision.changed == ["team-a"] and not Pool.objects.get(name="team-a").enable_maintenance
 
 
 def test_a_reference_broken_before_does_not_block_unrelated_changes(estate):
