@@ -1,4 +1,4 @@
-"""Data the web console tests build: pools shaped like the demo's."""
+"""Data the web console tests build: pools shaped like the demo's, and the forms a browser posts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import copy
 from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
+from pools.forms import PoolForm
+from pools.models import Pool
 
 
 def add_team_pools(*names: str) -> None:
@@ -17,3 +19,14 @@ def add_team_pools(*names: str) -> None:
         changes={ConfigType.POOL: {name: {**body, "description": f"{name} pool"} for name in names}},
         actor=services.Actor.system("tester"),
     )
+
+
+def pool_form_data(pool_name: str, /, **changes) -> dict:
+    """The pool's edit form as a browser posts it back unchanged, with ``changes`` over it."""
+    initial = PoolForm.initial_from_body(pool_name, selectors.pool_body(Pool.objects.get(name=pool_name)))
+    data = {
+        field: ", ".join(value) if isinstance(value, list) else value
+        for field, value in initial.items()
+        if value is not None and value is not False
+    }
+    return {**data, **changes}
