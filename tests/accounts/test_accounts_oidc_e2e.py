@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from keycloak_realm import POOLS, REALM_USERS
+from people import person
 
 from accounts.models import ExternalIdentity
 
@@ -76,7 +77,7 @@ def test_a_user_matched_by_subject_keeps_their_account_when_renamed_at_the_provi
     team_pools, oidc_provider, live_server, browser, django_user_model
 ):
     # A local account named like a realm user must not be taken over by that realm user.
-    django_user_model.objects.create_user("carol", password="local-secret")
+    person("carol", password="local-secret")
     page = browser.new_context().new_page()
     sign_in(page, live_server.url, "carol")
     carol = ExternalIdentity.objects.get(subject=REALM_USERS["carol"]["sub"]).user
