@@ -5,9 +5,8 @@ carol (no group) none; what each sees is read off the profile page, the dashboar
 and sign-out ends the provider's session as well.
 """
 
-from pathlib import Path
-
 import pytest
+from browser import shoot
 from keycloak_realm import POOLS, REALM_USERS
 from people import person
 
@@ -15,7 +14,6 @@ from accounts.models import ExternalIdentity
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 EXPECTED = {"alice": POOLS, "bob": ["team-a", "team-a-gpu"], "carol": []}
 
 
@@ -38,12 +36,11 @@ def visible_pools(page, scope: str = "#visible-pools") -> list[str]:
 
 
 def test_each_user_signs_in_through_the_provider_and_sees_their_pools(team_pools, oidc_provider, live_server, browser):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for username, expected in EXPECTED.items():
         context = browser.new_context()
         page = context.new_page()
         sign_in(page, live_server.url, username)
-        page.screenshot(path=str(SCREENSHOTS / f"oidc-profile-{username}.png"), full_page=True)
+        shoot(page, f"oidc-profile-{username}")
         assert visible_pools(page) == expected, username
         roles = {item.get_attribute("data-role") for item in page.query_selector_all("#roles li[data-role]")}
         assert ("osmo-admin" in roles) == (username == "alice")
@@ -70,7 +67,7 @@ def test_sign_out_ends_the_provider_session_too(team_pools, oidc_provider, live_
     assert "/accounts/login/" in page.url
     page.click("#sign-in-keycloak")
     page.wait_for_selector("#kc-login")
-    page.screenshot(path=str(SCREENSHOTS / "oidc-after-sign-out.png"))
+    shoot(page, "oidc-after-sign-out")
 
 
 def test_a_user_matched_by_subject_keeps_their_account_when_renamed_at_the_provider(

@@ -200,7 +200,7 @@ class PageTestCases:
                     add_team_pools(*MORE_POOLS)
                 for name, user in people.items():
                     client.force_login(user)
-                    self.send(client, self.params)  # the first request of a session reads what later ones cache
+                    self.send(client, self.params)  # the first request fills the process's caches
                     with django_assert_max_num_queries(self.max_queries) as queries:
                         response = self.send(client, self.params)
                     assert response.status_code in SUCCESS, (name, response.content[:500])
