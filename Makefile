@@ -31,11 +31,12 @@ run: setup
 test: setup test-deps
 	$(PY) -m pytest
 
-## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), Chromium and the
-##      OpenID provider. If one cannot be installed here its tests skip with the reason (CI requires them).
+## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), Chromium, the
+##      OpenID provider and axe-core. If one cannot be installed here its tests skip with the reason (CI requires them).
 test-deps:
 	-bash scripts/kube-apiserver.sh build
 	-$(MAKE) --no-print-directory sign-in-deps
+	-$(MAKE) --no-print-directory browser-deps
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -67,6 +68,14 @@ $(OIDC_PROVIDER): tests/oidc/package-lock.json
 	npm ci --prefix tests/oidc --no-audit --no-fund
 sign-in-deps: $(OIDC_PROVIDER)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+## browser-deps: the browser libraries of package.json in node_modules/, for axe-core: the browser tests inject
+##      it into every page they open to check WCAG 2 A and AA (installed from package-lock.json)
+.PHONY: browser-deps
+BROWSER_LIBRARIES := node_modules/.package-lock.json
+$(BROWSER_LIBRARIES): package-lock.json
+	npm ci --no-audit --no-fund
+browser-deps: $(BROWSER_LIBRARIES)
 
 clean:
 	rm -rf var/db.sqlite3 .pytest_cache .hypothesis

@@ -396,8 +396,10 @@ def document_list(request, kind: str):
     """Pod templates, validation sets or roles the user may see, with the pools that use each one."""
     config_type, _, _ = document_kind(kind)
     objects = selectors.config_objects(config_type=config_type, user=request.user)
+    # The pools the user may see, read once for the whole list (not once per row): the others are not named.
+    pools = {ConfigType.POOL: selectors.config_objects(config_type=ConfigType.POOL, user=request.user)}
     items = [
-        {"name": item_name, "body": body, "used_by": visible_users_of(request, config_type, item_name)}
+        {"name": item_name, "body": body, "used_by": users_of(pools, config_type, item_name)}
         for item_name, body in sorted(objects.items())
     ]
     context = {

@@ -1,4 +1,4 @@
-"""Shared fixtures: running poolctl like an operator, loading the demo, building small clusters."""
+"""Shared fixtures: running poolctl like an operator, loading the demo, building small clusters, a browser."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 
 import pytest
+from browser import chromium
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
@@ -76,6 +77,16 @@ def poolctl(db):
         return Result(code, out.getvalue(), err.getvalue())
 
     return run
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """A headless Chromium (``tests/browser.py``) to open pages of a live server in."""
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are still synchronous
+    # and safe, so Django's guard against async contexts is lifted for the test.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with chromium() as instance:
+        yield instance
 
 
 @pytest.fixture

@@ -33,11 +33,17 @@ def role(name: str, *policies: dict, description: str = "") -> str:
     return name
 
 
-def person(username: str, *roles: str, password: str = PASSWORD, **flags):
-    """``poolctl user create <username> --roles ...``, and a local password for signing in to the pages."""
+def person(username: str, *roles: str, password: str | None = PASSWORD, **flags):
+    """``poolctl user create <username> --roles ...``, and a local password for signing in to the pages.
+
+    ``password=None`` leaves the account without one, as ``poolctl`` makes it (someone who signs in through
+    Keycloak; tests that only ``force_login`` skip the slow hashing). ``flags`` set fields of the user:
+    ``is_superuser=True``, ``is_active=False``.
+    """
     poolctl("user", "create", username, "--roles", ",".join(roles))
     user = get_user_model().objects.get(username=username)
-    user.set_password(password)
+    if password is not None:
+        user.set_password(password)
     for key, value in flags.items():
         setattr(user, key, value)
     user.save()

@@ -5,14 +5,14 @@ import json
 import pytest
 from django.contrib import admin
 from django.urls import reverse
+from people import person
 
 from pools.models import ConfigRevision, PodTemplate, Pool
 
 
 @pytest.fixture
-def admin_client(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root", "", "pw")
-    client.force_login(user)
+def admin_client(client, db):
+    client.force_login(person("root", password=None, is_superuser=True, is_staff=True))
     return client
 
 

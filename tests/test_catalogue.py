@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils.html import escape
-from people import poolctl
+from people import person, poolctl
 
 from pools.engine.permissions import DOORS, PERMISSIONS
 
@@ -73,8 +73,8 @@ def test_the_api_documentation_lists_every_door_as_the_catalogue_has_it(db):
     assert shown == poolctl("access", "doors").strip()
 
 
-def test_the_access_page_lists_every_permission(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", password="pw"))
+def test_the_access_page_lists_every_permission(client, db):
+    client.force_login(person("root", password=None, is_superuser=True))
     page = client.get("/access/").content.decode()
     assert "<title>Access · GPU Pool Console</title>" in page
     for permission in PERMISSIONS:

@@ -21,7 +21,7 @@ from accounts.access import SYSTEM, user_can
 from accounts.models import Role
 from pools import configs, selectors, services
 from pools.choices import TYPE_LABELS, ConfigType
-from pools.engine.errors import AccessDenied, ConfigError, NotFound
+from pools.engine.errors import AccessDenied, ConfigError
 from pools.models import ConfigRevision, PodTemplate, Pool, UsageSample
 
 EVIL_ROLE = {"description": "", "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]}
@@ -379,16 +379,29 @@ def test_the_gate_refuses_what_the_admin_site_would_let_a_staff_member_do(estate
 
 def test_a_rollback_that_would_touch_hidden_objects_is_refused_without_naming_them(estate):
     tess = estate["tess"]
-    first = ConfigRevision.objects.filter(config_type="POOL").order_by("revision").first()
-    # Rolling back to before the pools existed would delete robotics-training, which tess may not see.
     visible = selectors.config_history(user=tess, filters={"config_type": [ConfigType.POOL]})
-    visible_first = visible.order_by("revision").first()
-    with pytest.raises((AccessDenied, NotFound)) as refused:
+    created = visible.order_by("revision").first()
+    # Since then robotics-training, which tess may not see, changed too: rolling back would change it back.
+    services.pool_maintenance_set(name="robotics-training", enable=True, actor=services.SYSTEM)
+    services.pool_maintenance_set(name="team-a", enable=True, actor=services.SYSTEM)
+    with pytest.raises(AccessDenied) as refused:
         services.config_rollback(
-            config_type=ConfigType.POOL, revision=visible_first.revision, actor=services.Actor.of(tess, "api")
+            config_type=ConfigType.POOL, revision=created.revision, actor=services.Actor.of(tess, "api")
         )
     assert "robotics" not in str(refused.value)
-    assert Pool.objects.filter(name="robotics-training").exists() and first
+    assert Pool.objects.get(name="robotics-training").enable_maintenance
+    assert Pool.objects.get(name="team-a").enable_maintenance
+
+
+def test_a_rollback_that_changes_only_visible_objects_is_allowed_whatever_else_exists(estate):
+    tess = estate["tess"]
+    visible = selectors.config_history(user=tess, filters={"config_type": [ConfigType.POOL]})
+    created = visible.order_by("revision").first()
+    services.pool_maintenance_set(name="team-a", enable=True, actor=services.SYSTEM)
+    [revision] = services.config_rollback(
+        config_type=ConfigType.POOL, revision=created.revision, actor=services.Actor.of(tess, "api")
+    )
+    assert revision.changed == ["team-a"] and not Pool.objects.get(name="team-a").enable_maintenance
 
 
 def test_a_reference_broken_before_does_not_block_unrelated_changes(estate):

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.urls import reverse
+from people import person
 
 from pools import selectors
 from pools.models import Backend, ConfigRevision, PodTemplate
@@ -24,8 +25,8 @@ def snapshot():
 
 
 @pytest.fixture
-def admin_client(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", "", "pw"))
+def admin_client(client, db):
+    client.force_login(person("root", password=None, is_superuser=True, is_staff=True))
     return client
 
 

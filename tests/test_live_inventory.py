@@ -4,10 +4,10 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
 from kube_objects import node, pod
+from people import person
 
 from accounts.access import SYSTEM
 from pools import selectors, services
@@ -137,12 +137,10 @@ class TestUsageHistory:
         assert [(r["used"], r["resolution"]) for r in week] == [(2, "hour")]
 
 
-def test_metrics_expose_pool_gpu_numbers_and_backend_health(client, cluster, actor, django_user_model):
+def test_metrics_expose_pool_gpu_numbers_and_backend_health(client, cluster, actor):
     cluster([node("h1", gpu=8), node("h2", gpu=8, ready="False"), pod("a", node="h1", gpu=3, pool="p")])
     services.config_apply(changes={ConfigType.POOL: {"p": {"backend": "test-cluster"}}}, actor=actor)
-    scraper = django_user_model.objects.create_user("prometheus")
-    scraper.groups.set(Group.objects.filter(name=METRICS_ROLE))  # who may read them: tests/accounts
-    client.force_login(scraper)
+    client.force_login(person("prometheus", METRICS_ROLE, password=None))  # who may read them: tests/accounts
     response = client.get("/metrics")
     assert response.status_code == 200
     text = response.content.decode()

@@ -429,7 +429,11 @@ def config_rollback(
     broken references named, when that state no longer fits the rest of the configuration (for example a
     template that a pool created since then uses).
     """
-    target = selectors.config_revision_get(config_type=config_type, revision=revision, user=actor.principal)
+    # A revision of nothing the actor may see does not exist for them. The differences are taken from the whole
+    # state it recorded (not the actor's view of it, where every hidden object would look deleted): an object
+    # the actor may not see then counts only when the rollback would change it, and that refuses it.
+    selectors.config_revision_get(config_type=config_type, revision=revision, user=actor.principal)
+    target = ConfigRevision.objects.get(config_type=config_type, revision=revision)
 
     def differences(state: dict) -> Changes:
         current = state[config_type]

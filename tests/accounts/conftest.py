@@ -1,9 +1,8 @@
-"""Fixtures for identity and access: team pools, people holding roles, an OpenID provider, a browser."""
+"""Fixtures for identity and access: team pools and an OpenID provider laid out like a Keycloak realm."""
 
 from __future__ import annotations
 
 import json
-import os
 import select
 import shutil
 import subprocess
@@ -11,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group
+from keycloak_realm import CLIENT_ID, CLIENT_SECRET, POOLS, REALM, REALM_USERS
 from kube_objects import node
 from service_checks import service_unavailable
 
@@ -21,24 +20,6 @@ from pools import selectors, services
 from pools.choices import ConfigType
 
 OIDC_DIR = Path(__file__).resolve().parent.parent / "oidc"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-POOLS = ["team-a", "team-a-gpu", "team-b"]
-CLIENT_ID, CLIENT_SECRET, REALM = "gpupool-console", "test-client-secret", "gpupool"
-# The realm's users, as in docs/keycloak.md: alice administers, bob is on team A, carol is in no group.
-REALM_USERS = {
-    "alice": {"sub": "f3d1c0de-0001", "groups": ["/gpu-admins"], "given_name": "Alice", "family_name": "Admin"},
-    "bob": {"sub": "f3d1c0de-0002", "groups": ["/team-a"], "given_name": "Bob", "family_name": "Builder"},
-    "carol": {"sub": "f3d1c0de-0003", "groups": [], "given_name": "Carol", "family_name": "Cook"},
-}
 
 
 @pytest.fixture
@@ -74,13 +55,6 @@ def team_pools(cluster, actor):
     # included; a deployment maps its admin group the same way until that mapping becomes editable.
     Role.objects.filter(name="osmo-admin").update(external_roles=["/gpu-admins"])
     return POOLS
-
-
-def make_user(django_user_model, username, *roles, **flags):
-    """A local user holding ``roles`` through their groups."""
-    user = django_user_model.objects.create_user(username, password="pw", **flags)
-    user.groups.set(Group.objects.filter(name__in=roles))
-    return user
 
 
 @pytest.fixture
@@ -145,23 +119,3 @@ def _read_issuer(process: subprocess.Popen, timeout: float = 20.0) -> str:
             break
     process.kill()
     pytest.fail(f"the OpenID provider did not start: {process.stderr.read()[-2000:]}")
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    """Headless Chromium driven by Playwright (the Debian package's binary, never a downloaded one)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        service_unavailable("playwright (the Python package) is not installed")
-    if not os.path.exists(CHROMIUM):
-        service_unavailable(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes are still
-    # synchronous and safe, so Django's guard against async contexts is lifted for the test.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()

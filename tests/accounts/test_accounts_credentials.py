@@ -6,8 +6,8 @@ And pages that show a token or take a password are never kept by a cache (``Cach
 from __future__ import annotations
 
 import pytest
-from conftest import make_user
 from django.test import Client
+from people import person
 
 CHALLENGE = 'Bearer realm="api"'
 
@@ -31,14 +31,14 @@ def test_a_bad_bearer_credential_answers_401(team_pools, settings, credential):
     assert_unauthenticated(Client(headers={"authorization": f"Bearer {credential}"}).get("/api/pools/"))
 
 
-def test_a_signed_in_caller_without_the_permission_gets_403(team_pools, django_user_model):
+def test_a_signed_in_caller_without_the_permission_gets_403(team_pools):
     session = Client()
-    session.force_login(make_user(django_user_model, "reader", "osmo-user"))
+    session.force_login(person("reader", "osmo-user"))
     response = session.post("/api/configs/POD_TEMPLATE/", {"x": {}}, content_type="application/json")
     assert response.status_code == 403 and "WWW-Authenticate" not in response
     assert set(response.json()["errors"][0]) == {"field", "message"}
     strict = Client(enforce_csrf_checks=True)
-    strict.force_login(make_user(django_user_model, "bob", "osmo-team-a"))
+    strict.force_login(person("bob", "osmo-team-a"))
     assert strict.post("/api/pools/", {}, content_type="application/json").status_code == 403  # no CSRF token
 
 
@@ -46,10 +46,10 @@ def no_store(response) -> bool:
     return "no-store" in response.get("Cache-Control", "")
 
 
-def test_the_login_page_and_the_page_showing_a_new_token_are_never_cached(team_pools, django_user_model):
+def test_the_login_page_and_the_page_showing_a_new_token_are_never_cached(team_pools):
     assert no_store(Client().get("/accounts/login/"))
     client = Client()
-    client.force_login(make_user(django_user_model, "bob", "osmo-team-a"))
+    client.force_login(person("bob", "osmo-team-a"))
     created = client.post("/accounts/profile/tokens/", {"name": "ci", "lifetime": "30d"})
     assert created.status_code == 201 and created.context["new_token"]["secret"] in created.content.decode()
     assert no_store(created)

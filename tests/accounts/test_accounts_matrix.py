@@ -1,8 +1,10 @@
 """The access matrix: people × pools × endpoints (pages, API, selectors). Nothing leaks, nothing needed is refused.
 
-Adding an endpoint is one line in ``GATES`` (who gets through, what a refusal answers) or ``LISTINGS``
-(how to read pool names off the response). Expectations come from ``accounts.access``, the same
-policy engine the selectors use, so the matrix checks that every surface agrees with the policies.
+Roles decide what a person sees (SEMANTICS.md §7): ``VISIBLE`` says, for each person, which pools their roles
+give them, and the policy engine must agree. Adding an endpoint is one line in ``GATES`` (who gets through,
+what a refusal answers) or ``LISTINGS`` (how to read pool names off the response). Their expectations come
+from ``accounts.access``, the same policy engine the selectors use, so the matrix checks that every surface
+agrees with the policies.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from conftest import POOLS, make_user
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, Group
 from django.test import Client
 from guardian.core import ObjectPermissionChecker
+from keycloak_realm import POOLS
+from kube_objects import node
+from people import person
 
 from accounts import services as access_services
-from accounts.access import is_console_admin, user_can
+from accounts.access import SYSTEM, is_console_admin, user_can, user_role_names
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.engine.errors import NotFound
@@ -37,6 +41,18 @@ PEOPLE = {
     "staff": ((), {"is_staff": True}),
     "carol": ((), {}),
 }
+# What each person's roles give them: the pools they see and those they may run workloads in. A generated
+# pool role reaches every pool with its prefix; a Deny in another role (no-gpu) wins over it.
+VISIBLE = {
+    "root": POOLS,
+    "alice": POOLS,
+    "bob": ["team-a", "team-a-gpu"],
+    "dave": ["team-a"],
+    "reader": POOLS,
+    "staff": [],
+    "carol": [],
+}
+USABLE = {**VISIBLE, "reader": []}  # osmo-user runs workloads only in the pool named "default"
 
 
 def signed_in(user, pool) -> bool:
@@ -118,10 +134,10 @@ LISTINGS = [
 
 
 @pytest.fixture
-def people(team_pools, django_user_model):
+def people(team_pools):
     users = {}
     for name, (roles, flags) in PEOPLE.items():
-        users[name] = make_user(django_user_model, name, *roles, **flags)
+        users[name] = person(name, *roles, **flags)
     users[ANONYMOUS] = AnonymousUser()
     return users
 
@@ -175,11 +191,19 @@ def test_listings_show_exactly_the_visible_pools(people):
     assert not failures, "\n".join(failures)
 
 
+def test_the_policies_give_each_person_the_pools_their_roles_say(people):
+    for name, expected in VISIBLE.items():
+        user = people[name]
+        assert [pool for pool in POOLS if reads_pool(user, pool)] == expected, name
+        assert [pool for pool in POOLS if user_can(user, "workflow:Create", f"pool/{pool}").allowed] == USABLE[name]
+    assert not any(reads_pool(people[ANONYMOUS], pool) for pool in POOLS)
+
+
 def test_selectors_agree_with_the_policies_for_every_person_and_pool(people):
-    for name, user in people.items():
-        visible = {pool for pool in POOLS if reads_pool(user, pool)}
+    for name, user in {**people, "the operator": SYSTEM}.items():
+        visible = {pool for pool in POOLS if user is SYSTEM or reads_pool(user, pool)}
         assert {row["name"] for row in selectors.pool_list(user=user)} == visible, name
-        assert {row["pool"] for row in selectors.resource_list(user=user) if row["pool"]} <= visible, name
+        assert {row["pool"] for row in selectors.resource_list(user=user) if row["pool"]} == visible, name
         for pool in POOLS:
             if pool in visible:
                 assert selectors.pool_get(pool, user=user).name == pool
@@ -237,3 +261,23 @@ def test_a_users_role_change_recomputes_their_pool_permissions_and_the_admin_can
     client.force_login(people["root"])
     page = client.get(f"/admin/auth/user/{carol.pk}/change/")
     assert page.status_code == 200 and "groups" not in page.context["adminform"].form.fields
+
+
+def test_unused_nodes_are_listed_only_to_readers_of_the_whole_fleet(people, cluster):
+    cluster([node("n3", labels={"team": "x"})], name="spare-cluster")  # in no pool: an UNUSED row
+    assert "n3" not in {row["node"] for row in selectors.resource_list(user=people["bob"])}
+    assert {row["node"] for row in selectors.resource_list(user=people["reader"])} == {"n1", "n2", "n3"}
+
+
+def test_everyone_signed_in_holds_osmo_default_and_superusers_hold_osmo_admin(people):
+    assert user_role_names(people["carol"]) == {"osmo-default"}
+    assert user_role_names(people[ANONYMOUS]) == set()
+    assert "osmo-admin" in user_role_names(people["root"]) and is_console_admin(people["root"])
+    assert not is_console_admin(people["bob"])
+
+
+def test_each_role_is_a_group_created_and_deleted_with_it(db, actor):
+    services.pool_role_generate(name="osmo-sim", actor=actor)
+    assert Group.objects.filter(name="osmo-sim").exists()
+    services.config_delete(config_type=ConfigType.ROLE, name="osmo-sim", actor=actor)
+    assert not Group.objects.filter(name="osmo-sim").exists()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import make_user
 from django.test import Client
+from people import person
 
 from accounts.services import api_token_create
 from pools.engine.permissions import METRICS_ROLE, READ_METRICS
@@ -23,9 +23,9 @@ def bearer(secret: str) -> Client:
 
 
 @pytest.fixture
-def prometheus(team_pools, django_user_model):
+def prometheus(team_pools):
     """What Prometheus scrapes with: the token of an account holding only osmo-metrics."""
-    return token_of(make_user(django_user_model, "prometheus", METRICS_ROLE))
+    return token_of(person("prometheus", METRICS_ROLE))
 
 
 def assert_metrics(response):
@@ -41,9 +41,9 @@ def test_a_holder_of_the_metrics_role_scrapes_with_a_token(prometheus):
     assert_metrics(bearer(prometheus).get("/metrics", HTTP_ACCEPT="text/plain"))  # never a 406
 
 
-def test_a_signed_in_holder_sees_them_too(team_pools, django_user_model):
+def test_a_signed_in_holder_sees_them_too(team_pools):
     session = Client()
-    session.force_login(make_user(django_user_model, "ops", METRICS_ROLE))
+    session.force_login(person("ops", METRICS_ROLE))
     assert_metrics(session.get("/metrics"))
 
 
@@ -57,8 +57,8 @@ def test_without_a_valid_credential_the_answer_is_401_with_a_bearer_challenge(te
 
 
 @pytest.mark.parametrize("roles", [(), ("osmo-user",), ("osmo-team-a",)])
-def test_a_known_caller_without_the_permission_gets_403(team_pools, django_user_model, roles):
-    user = make_user(django_user_model, "someone", *roles)
+def test_a_known_caller_without_the_permission_gets_403(team_pools, roles):
+    user = person("someone", *roles)
     session = Client()
     session.force_login(user)
     for client in (session, bearer(token_of(user))):

@@ -5,16 +5,15 @@ carol (no group) none; what each sees is read off the profile page, the dashboar
 and sign-out ends the provider's session as well.
 """
 
-from pathlib import Path
-
 import pytest
-from conftest import POOLS, REALM_USERS
+from browser import shoot
+from keycloak_realm import POOLS, REALM_USERS
+from people import person
 
 from accounts.models import ExternalIdentity
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 EXPECTED = {"alice": POOLS, "bob": ["team-a", "team-a-gpu"], "carol": []}
 
 
@@ -37,12 +36,11 @@ def visible_pools(page, scope: str = "#visible-pools") -> list[str]:
 
 
 def test_each_user_signs_in_through_the_provider_and_sees_their_pools(team_pools, oidc_provider, live_server, browser):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for username, expected in EXPECTED.items():
         context = browser.new_context()
         page = context.new_page()
         sign_in(page, live_server.url, username)
-        page.screenshot(path=str(SCREENSHOTS / f"oidc-profile-{username}.png"), full_page=True)
+        shoot(page, f"oidc-profile-{username}")
         assert visible_pools(page) == expected, username
         roles = {item.get_attribute("data-role") for item in page.query_selector_all("#roles li[data-role]")}
         assert ("osmo-admin" in roles) == (username == "alice")
@@ -69,14 +67,14 @@ def test_sign_out_ends_the_provider_session_too(team_pools, oidc_provider, live_
     assert "/accounts/login/" in page.url
     page.click("#sign-in-keycloak")
     page.wait_for_selector("#kc-login")
-    page.screenshot(path=str(SCREENSHOTS / "oidc-after-sign-out.png"))
+    shoot(page, "oidc-after-sign-out")
 
 
 def test_a_user_matched_by_subject_keeps_their_account_when_renamed_at_the_provider(
     team_pools, oidc_provider, live_server, browser, django_user_model
 ):
     # A local account named like a realm user must not be taken over by that realm user.
-    django_user_model.objects.create_user("carol", password="local-secret")
+    person("carol", password="local-secret")
     page = browser.new_context().new_page()
     sign_in(page, live_server.url, "carol")
     carol = ExternalIdentity.objects.get(subject=REALM_USERS["carol"]["sub"]).user

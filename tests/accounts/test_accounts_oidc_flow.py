@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 import pytest
 import requests
 from axes.models import AccessAttempt
-from conftest import CLIENT_ID, REALM_USERS
+from keycloak_realm import CLIENT_ID, REALM_USERS
 
 from accounts.models import ExternalIdentity
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import requests
-from conftest import make_user
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
 from django.test import Client, RequestFactory
+from people import PASSWORD, person
 
 from accounts import oidc
 from accounts.backends import KeycloakBackend
@@ -95,23 +95,23 @@ def test_sync_modes_decide_what_a_later_login_takes_away(mapped_roles):
     assert "pinned" not in role_names(sign_in(groups=["pin"]))  # ignore: the IdP does not add it either
 
 
-def test_the_login_page_offers_what_is_configured(team_pools, settings, django_user_model):
-    make_user(django_user_model, "local", "osmo-team-a")
+def test_the_login_page_offers_what_is_configured(team_pools, settings):
+    person("local", "osmo-team-a")
     page = Client().get("/accounts/login/").content.decode()
     assert 'id="local-login"' in page and "sign-in-keycloak" not in page
-    assert Client().post("/accounts/login/", {"username": "local", "password": "pw"}).status_code == 302
+    assert Client().post("/accounts/login/", {"username": "local", "password": PASSWORD}).status_code == 302
 
     settings.KEYCLOAK_URL, settings.KEYCLOAK_REALM, settings.OIDC_RP_CLIENT_ID = "https://kc.example", "r", "c"
     page = Client().get("/accounts/login/").content.decode()
     assert "sign-in-keycloak" in page and 'id="local-login"' not in page
-    assert Client().post("/accounts/login/", {"username": "local", "password": "pw"}).status_code == 405
+    assert Client().post("/accounts/login/", {"username": "local", "password": PASSWORD}).status_code == 405
     client = Client()
-    assert not client.login(username="local", password="pw")  # the backend refuses, not only the page
+    assert not client.login(username="local", password=PASSWORD)  # the backend refuses, not only the page
 
     settings.LOCAL_LOGIN = True
     page = Client().get("/accounts/login/").content.decode()
     assert "sign-in-keycloak" in page and 'id="local-login"' in page
-    assert Client().login(username="local", password="pw")
+    assert Client().login(username="local", password=PASSWORD)
 
 
 class FakeResponse:
@@ -162,12 +162,12 @@ def test_without_a_provider_the_oidc_entry_point_does_not_exist(db):
     assert Client().get("/accounts/oidc/authenticate/").status_code == 404
 
 
-def test_sign_out_ends_the_provider_session_with_the_id_token_as_hint(team_pools, settings, django_user_model):
+def test_sign_out_ends_the_provider_session_with_the_id_token_as_hint(team_pools, settings):
     settings.OIDC_RP_CLIENT_ID = "console"
     settings.OIDC_OP_AUTHORIZATION_ENDPOINT = "https://kc.example/auth"
     settings.OIDC_OP_LOGOUT_ENDPOINT = "https://kc.example/logout"
     client = Client()
-    client.force_login(make_user(django_user_model, "bob", "osmo-team-a"))
+    client.force_login(person("bob", "osmo-team-a"))
     session = client.session
     session["oidc_id_token"] = "the.id.token"
     session.save()
@@ -178,9 +178,9 @@ def test_sign_out_ends_the_provider_session_with_the_id_token_as_hint(team_pools
     assert client.get("/accounts/profile/").status_code == 302  # signed out here too
 
 
-def test_a_local_sign_out_stays_local(team_pools, django_user_model):
+def test_a_local_sign_out_stays_local(team_pools):
     client = Client()
-    client.force_login(make_user(django_user_model, "bob", "osmo-team-a"))
+    client.force_login(person("bob", "osmo-team-a"))
     response = client.post("/accounts/logout/")
     assert (response.status_code, response["Location"]) == (302, "/")
     assert client.get("/accounts/logout/").status_code == 405

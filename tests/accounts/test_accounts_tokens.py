@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import jwt
 import pytest
-from conftest import make_user
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.test import Client
 from django.utils import timezone
+from people import person
 
 from accounts import oidc
 from accounts.models import ApiToken, ExternalIdentity
@@ -40,8 +40,8 @@ def refusal(client) -> str:
     return message
 
 
-def test_a_token_is_shown_once_stored_hashed_and_acts_with_its_owners_current_roles(team_pools, django_user_model):
-    bob = make_user(django_user_model, "bob", "osmo-team-a")
+def test_a_token_is_shown_once_stored_hashed_and_acts_with_its_owners_current_roles(team_pools):
+    bob = person("bob", "osmo-team-a")
     client = Client()
     client.force_login(bob)
     page = client.post("/accounts/profile/tokens/", {"name": "ci", "lifetime": "30d"})
@@ -62,8 +62,8 @@ def test_a_token_is_shown_once_stored_hashed_and_acts_with_its_owners_current_ro
     assert me(bearer(secret))[1]["pools"] == []
 
 
-def test_revoked_expired_unknown_and_inactive_tokens_are_refused(team_pools, django_user_model):
-    bob = make_user(django_user_model, "bob", "osmo-team-a")
+def test_revoked_expired_unknown_and_inactive_tokens_are_refused(team_pools):
+    bob = person("bob", "osmo-team-a")
     token, secret = api_token_create(user=bob, name="laptop", lifetime=timedelta(days=1))
     assert me(bearer(secret))[0] == 200
     assert refusal(bearer(secret + "x"))
@@ -83,9 +83,9 @@ def test_revoked_expired_unknown_and_inactive_tokens_are_refused(team_pools, dja
     assert refusal(bearer(secret3))
 
 
-def test_someone_elses_token_cannot_be_revoked_and_forms_need_csrf(team_pools, django_user_model):
-    bob = make_user(django_user_model, "bob", "osmo-team-a")
-    carol = make_user(django_user_model, "carol")
+def test_someone_elses_token_cannot_be_revoked_and_forms_need_csrf(team_pools):
+    bob = person("bob", "osmo-team-a")
+    carol = person("carol")
     token, _ = api_token_create(user=bob, name="ci", lifetime=timedelta(days=1))
     other = Client()
     other.force_login(carol)
@@ -100,12 +100,12 @@ def test_someone_elses_token_cannot_be_revoked_and_forms_need_csrf(team_pools, d
     assert strict.post("/accounts/logout/").status_code == 403
 
 
-def test_lifetimes_are_bounded_and_poolctl_creates_a_working_token(team_pools, django_user_model, poolctl):
+def test_lifetimes_are_bounded_and_poolctl_creates_a_working_token(team_pools, poolctl):
     assert parse_lifetime("30d") == timedelta(days=30) and parse_lifetime("12h") == timedelta(hours=12)
     for bad in ("never", "0d", "5y", "400d", ""):
         with pytest.raises(ValueError):
             parse_lifetime(bad)
-    make_user(django_user_model, "bob", "osmo-team-a")
+    person("bob", "osmo-team-a")
     result = poolctl("token", "create", "--user", "bob", "--expires", "2w")
     assert result.code == 0, result.err
     secret = result.out.strip()

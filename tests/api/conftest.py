@@ -1,10 +1,10 @@
-"""Fixtures of the API tests: API clients for users with given roles, and a small cluster with two pools."""
+"""Fixtures of the API tests: API clients (people come from ``people.py``), and a small cluster with two pools."""
 
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 from kube_objects import node, pod
+from people import person
 from rest_framework.test import APIClient
 
 from pools import services
@@ -13,18 +13,6 @@ from pools.choices import ConfigType
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "schemathesis: property-based run over the whole OpenAPI schema")
-
-
-@pytest.fixture
-def api_user(db, django_user_model):
-    """``api_user("bob", "osmo-user")``: a user holding these roles (roles are Django groups)."""
-
-    def make(username: str, *roles: str, superuser: bool = False):
-        user = django_user_model.objects.create_user(username, password="pw", is_superuser=superuser)
-        user.groups.set(Group.objects.filter(name__in=roles))
-        return user
-
-    return make
 
 
 @pytest.fixture
@@ -41,19 +29,8 @@ def client_for():
 
 
 @pytest.fixture
-def admin_api(api_user, client_for):
-    return client_for(api_user("admin", superuser=True))
-
-
-@pytest.fixture
-def role_with(actor):
-    """Create a role from policies: ``role_with("reader", [{"actions": [...], "resources": [...]}])``."""
-
-    def make(name: str, policies: list[dict]) -> str:
-        services.config_apply(changes={ConfigType.ROLE: {name: {"policies": policies}}}, actor=actor)
-        return name
-
-    return make
+def admin_api(db, client_for):
+    return client_for(person("admin", password=None, is_superuser=True))
 
 
 @pytest.fixture

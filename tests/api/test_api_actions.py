@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 
+from people import person, role
+
 from pools.models import ConfigRevision, UsageSample
 
 
@@ -52,9 +54,9 @@ def test_resources_and_usage_as_csv(two_pools, admin_api):
     assert [(line["key"], line["used"], line["backend"]) for line in lines] == [("team-a", "4.0", "test-cluster")]
 
 
-def test_pool_quota_follows_what_the_user_may_see(two_pools, api_user, client_for, role_with):
-    role = role_with("team-b-reader", [{"actions": ["pool:Read"], "resources": ["pool/team-b"]}])
-    client = client_for(api_user("bob", role))
+def test_pool_quota_follows_what_the_user_may_see(two_pools, client_for):
+    granted = role("team-b-reader", {"actions": ["pool:Read"], "resources": ["pool/team-b"]})
+    client = client_for(person("bob", granted))
     assert [row["name"] for row in client.get("/api/pool_quota/").json()["pools"]] == ["team-b"]
     assert {row["pool"] for row in client.get("/api/resources/").json()["resources"]} == {"team-b"}
     assert client.post("/api/pools/team-a/check/", {}, format="json").status_code == 404
@@ -99,9 +101,9 @@ def test_config_document_endpoints_take_osmo_files_unchanged(two_pools, admin_ap
     assert {r["config_type"] for r in imported.json()["revisions"]} == {"POD_TEMPLATE", "RESOURCE_VALIDATION"}
 
 
-def test_config_endpoints_check_config_permissions(two_pools, api_user, client_for, role_with):
-    role = role_with("template-reader", [{"actions": ["config:Read"], "resources": ["config/POD_TEMPLATE"]}])
-    client = client_for(api_user("bob", role))
+def test_config_endpoints_check_config_permissions(two_pools, client_for):
+    granted = role("template-reader", {"actions": ["config:Read"], "resources": ["config/POD_TEMPLATE"]})
+    client = client_for(person("bob", granted))
     assert client.get("/api/configs/POD_TEMPLATE/").status_code == 200
     pools = client.get("/api/configs/POOL/")
     assert pools.status_code == 200 and pools.json() == {}  # pools are seen one by one: none for this role
@@ -110,15 +112,15 @@ def test_config_endpoints_check_config_permissions(two_pools, api_user, client_f
     assert {row["config_type"] for row in history} == {"POD_TEMPLATE"}
 
 
-def test_sync_returns_a_job_to_poll(two_pools, admin_api, api_user, client_for):
+def test_sync_returns_a_job_to_poll(two_pools, admin_api, client_for):
     response = admin_api.post("/api/backends/test-cluster/sync/")
     assert response.status_code == 202
     job = admin_api.get(response["Location"]).json()
     assert job["state"] == "SUCCESS" and job["done"] and job["result"]["nodes"] == 4
-    outsider = client_for(api_user("nobody"))
+    outsider = client_for(person("nobody"))
     assert outsider.get(response["Location"]).status_code == 404
     assert admin_api.get("/api/jobs/not-a-job/").status_code == 404
-    reader = client_for(api_user("reader", "osmo-user"))
+    reader = client_for(person("reader", "osmo-user"))
     assert reader.post("/api/backends/test-cluster/sync/").status_code == 403
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from kube_objects import node
+from people import person, role
 
 from accounts.access import SYSTEM
 from pools import selectors, services
@@ -139,8 +140,8 @@ class APITestCases:
             assert anonymous.post(self.url, self.create_data, format="json").status_code in (401, 403)
             assert "errors" in anonymous.get(self.url).json()
 
-        def test_without_permission_nothing_is_visible_or_writable(self, api_user, client_for):
-            client = client_for(api_user("nobody"))
+        def test_without_permission_nothing_is_visible_or_writable(self, client_for):
+            client = client_for(person("nobody"))
             listed = client.get(self.url)  # nested lists answer 404 when their pool is invisible
             assert listed.status_code == 404 or names_of(listed) == []
             assert client.get(self.detail(self.names[0])).status_code == 404
@@ -148,16 +149,16 @@ class APITestCases:
             # A name one may not see does not exist for one, created or not: 404 either way (SEMANTICS §7.1).
             assert client.post(self.url, self.create_data, format="json").status_code == 404
 
-        def test_a_reader_may_read_but_not_write(self, api_user, client_for):
-            client = client_for(api_user("reader", "osmo-user"))
+        def test_a_reader_may_read_but_not_write(self, client_for):
+            client = client_for(person("reader", "osmo-user"))
             assert client.get(self.detail(self.names[0])).status_code == 200
             response = client.put(self.detail(self.names[0]), self.update_data, format="json")
             assert response.status_code == 403
             assert client.delete(self.detail(self.names[0])).status_code == 403
 
-        def test_permission_on_one_object_shows_only_that_one(self, api_user, client_for, role_with):
-            role = role_with("just-one", self.one_object_policies())
-            client = client_for(api_user("scoped", role))
+        def test_permission_on_one_object_shows_only_that_one(self, client_for):
+            granted = role("just-one", *self.one_object_policies())
+            client = client_for(person("scoped", granted))
             assert client.get(self.detail(self.names[0])).status_code == 200
             assert client.get(self.hidden_url()).status_code == 404
 
@@ -310,9 +311,9 @@ class TestPlatforms(APITestCases.ConfigObjectTests):
         assert {(row["pool"], row["name"]) for row in rows} == {("team-a", "gpu"), ("team-a", "cpu")}
 
 
-def test_nodes_pods_and_memberships_follow_the_visible_pools(two_pools, api_user, client_for, role_with, actor):
-    role = role_with("team-a-reader", [{"actions": ["pool:Read"], "resources": ["pool/team-a"]}])
-    client = client_for(api_user("bob", role))
+def test_nodes_pods_and_memberships_follow_the_visible_pools(two_pools, client_for, actor):
+    granted = role("team-a-reader", {"actions": ["pool:Read"], "resources": ["pool/team-a"]})
+    client = client_for(person("bob", granted))
     assert names_of(client.get("/api/nodes/")) == ["n1", "n2"]
     assert client.get("/api/nodes/n3/").status_code == 404
     assert [row["name"] for row in client.get("/api/pods/").json()["results"]] == ["train-1"]
@@ -321,7 +322,7 @@ def test_nodes_pods_and_memberships_follow_the_visible_pools(two_pools, api_user
         ("n1", "team-a", "gpu"),
         ("n2", "team-a", "gpu"),
     }
-    everything = client_for(api_user("reader", "osmo-user"))
+    everything = client_for(person("reader", "osmo-user"))
     assert names_of(everything.get("/api/nodes/")) == ["n1", "n2", "n3", "n4"]
 
 

@@ -1,4 +1,4 @@
-"""Every list endpoint costs the same number of queries for a few rows and for many (no N+1)."""
+"""Every list endpoint makes at most a stated number of queries, and as many for a few rows as for many (no N+1)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,43 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from kube_objects import node, pod
+from people import person, role
 
 from pools import services
 from pools.choices import ConfigType
+from pools.engine.permissions import DOORS
 from pools.models import UsageSample
 
-LISTS = [
-    "/api/backends/",
-    "/api/pools/",
-    "/api/platforms/",
-    "/api/pools/pool-0/platforms/",
-    "/api/pod_templates/",
-    "/api/resource_validations/",
-    "/api/roles/",
-    "/api/nodes/",
-    "/api/pods/",
-    "/api/memberships/",
-    "/api/usage/",
-    "/api/usage/?format=csv",
-    "/api/pool_quota/",
-    "/api/resources/",
-    "/api/resources/?format=csv",
-    "/api/configs/history/",
-]
+# The most queries each list may make, after the caller's roles were read once (the API caches them on the
+# user for the request). The comment says how many it makes today, the higher of the two callers' counts.
+CEILINGS = {
+    "/api/backends/": 6,  # 3
+    "/api/pools/": 7,  # 4
+    "/api/platforms/": 6,  # 3
+    "/api/pools/pool-0/platforms/": 9,  # 6
+    "/api/pod_templates/": 5,  # 2
+    "/api/resource_validations/": 5,  # 2
+    "/api/roles/": 6,  # 3
+    "/api/nodes/": 6,  # 3
+    "/api/pods/": 7,  # 4
+    "/api/memberships/": 6,  # 3
+    "/api/usage/": 8,  # 5
+    "/api/usage/?format=csv": 7,  # 4
+    "/api/pool_quota/": 8,  # 5
+    "/api/resources/": 6,  # 3
+    "/api/resources/?format=csv": 6,  # 3
+    "/api/configs/history/": 6,  # 3
+    "/api/configs/POOL/": 5,  # 2
+    "/api/configs/POOL/diff/?from=1": 7,  # 4
+    "/api/users/": 7,  # 4
+}
+LISTS = list(CEILINGS)
+# Lists the catalogue names with a path parameter, and the value the URLs above give it.
+LIST_PARAMETERS = {"pool_name": "pool-0", "config_type": "POOL"}
 
 
 def populate(cluster, actor, size: int, name: str) -> None:
-    """``size`` nodes, pods, pools (two platforms each), templates, validations, roles and samples."""
+    """``size`` nodes, pods, pools (two platforms each), templates, validations, roles, people and samples."""
     backend = cluster(
         [node(f"{name}-n{i}", labels={"pool": f"pool-{i}"}) for i in range(size)]
         + [pod(f"{name}-p{i}", node=f"{name}-n{i}", gpu=1, pool=f"pool-{i}") for i in range(size)],
@@ -58,6 +68,8 @@ def populate(cluster, actor, size: int, name: str) -> None:
         },
         actor=actor,
     )
+    for i in range(size):
+        person(f"{name}-person-{i}", f"role-{i}", password=None)
     now = timezone.now()
     UsageSample.objects.bulk_create(
         UsageSample(scope="pool", key=f"pool-{i}", backend=backend, at=now, used=1, capacity=8) for i in range(size)
@@ -75,15 +87,25 @@ def query_counts(client, urls) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("who", ["admin", "scoped"])
-def test_list_endpoints_cost_a_constant_number_of_queries(who, cluster, actor, api_user, client_for, role_with):
+def test_list_endpoints_stay_under_their_ceiling_for_few_rows_and_many(who, cluster, actor, client_for):
     if who == "admin":
-        user = api_user("admin", superuser=True)
+        user = person("admin", is_superuser=True)
     else:
-        role = role_with("reader", [{"actions": ["*:Read"], "resources": ["pool/pool-*", "backend/*", "role/*"]}])
-        user = api_user("scoped", role)
+        granted = role("reader", {"actions": ["*:Read"], "resources": ["pool/pool-*", "backend/*", "role/*"]})
+        user = person("scoped", granted)
     client = client_for(user)
     populate(cluster, actor, 3, "small")
     small = query_counts(client, LISTS)
     populate(cluster, actor, 30, "large")
     large = query_counts(client, LISTS)
     assert large == small
+    assert {url: count for url, count in large.items() if count > CEILINGS[url]} == {}
+
+
+def test_every_list_of_the_api_has_a_ceiling():
+    lists = {
+        door.path.format(**LIST_PARAMETERS)
+        for door in DOORS
+        if door.method == "GET" and door.rows and door.path.startswith("/api/")
+    }
+    assert sorted(lists - {url.split("?")[0] for url in CEILINGS}) == []

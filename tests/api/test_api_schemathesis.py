@@ -15,6 +15,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from django.test import Client
 from hypothesis import HealthCheck, settings
+from people import person, role
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -52,20 +53,18 @@ def kept_connection():
 
 
 @pytest.fixture
-def admin_headers(two_pools, api_user, kept_connection):
-    return session_headers(api_user("admin", superuser=True))
+def admin_headers(two_pools, kept_connection):
+    return session_headers(person("admin", is_superuser=True))
 
 
 @pytest.fixture
-def limited_headers(two_pools, api_user, role_with, kept_connection):
-    role = role_with(
+def limited_headers(two_pools, kept_connection):
+    granted = role(
         "team-a-editor",
-        [
-            {"actions": ["pool:Read", "workflow:*"], "resources": ["pool/team-a*"]},
-            {"actions": ["config:Update"], "resources": ["config/POOL"]},
-        ],
+        {"actions": ["pool:Read", "workflow:*"], "resources": ["pool/team-a*"]},
+        {"actions": ["config:Update"], "resources": ["config/POOL"]},
     )
-    return session_headers(api_user("limited", role))
+    return session_headers(person("limited", granted))
 
 
 def never_shows_team_b(ctx, response, case) -> bool | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from kube_objects import node
+from people import PASSWORD, person
 from seed_examples import SEEDS, seed_examples
 
 SEED = "osmo-resource-pools.md"
@@ -29,7 +30,7 @@ def seed_file(filename: str) -> str:
     return next(e for e in seed_examples(SEEDS) if e.seed == SEED and e.filename == filename).text
 
 
-def test_heterogeneous_pool_walk_through_over_http(cluster, api_user, client):
+def test_heterogeneous_pool_walk_through_over_http(cluster, client):
     cluster(
         [
             node("l40s-1", product="NVIDIA-L40S", gpu=4),
@@ -43,8 +44,8 @@ def test_heterogeneous_pool_walk_through_over_http(cluster, api_user, client):
         ],
         name="default",
     )
-    api_user("operator", superuser=True)
-    assert client.login(username="operator", password="pw")
+    person("operator", is_superuser=True)
+    assert client.login(username="operator", password=PASSWORD)
 
     def post(url, text):
         return client.generic("POST", url, text, content_type="application/json")

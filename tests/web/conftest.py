@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from console_data import add_team_pools, make_user
+from console_data import add_team_pools
+from people import person
 
 from pools import services
 
@@ -16,18 +17,18 @@ def console(demo):
 
 
 @pytest.fixture
-def admin_user(console, django_user_model):
-    return make_user(django_user_model, "root", is_superuser=True, is_staff=True)
+def admin_user(console):
+    return person("root", password=None, is_superuser=True, is_staff=True)
 
 
 @pytest.fixture
-def team_user(console, django_user_model):
-    return make_user(django_user_model, "alice", "osmo-team-a")
+def team_user(console):
+    return person("alice", "osmo-team-a", password=None)
 
 
 @pytest.fixture
-def nobody(console, django_user_model):
-    return make_user(django_user_model, "nobody")
+def nobody(console):
+    return person("nobody", password=None)
 
 
 @pytest.fixture

@@ -1,16 +1,14 @@
-"""Data the web console tests build: pools shaped like the demo's and users holding given roles."""
+"""Data the web console tests build: pools shaped like the demo's, and the forms a browser posts."""
 
 from __future__ import annotations
 
 import copy
 
-from django.contrib.auth.models import Group
-
 from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
-
-PASSWORD = "console-test-pw"
+from pools.forms import PoolForm
+from pools.models import Pool
 
 
 def add_team_pools(*names: str) -> None:
@@ -23,7 +21,12 @@ def add_team_pools(*names: str) -> None:
     )
 
 
-def make_user(django_user_model, username: str, *roles: str, **flags):
-    user = django_user_model.objects.create_user(username, password=PASSWORD, **flags)
-    user.groups.set(Group.objects.filter(name__in=roles))
-    return user
+def pool_form_data(pool_name: str, /, **changes) -> dict:
+    """The pool's edit form as a browser posts it back unchanged, with ``changes`` over it."""
+    initial = PoolForm.initial_from_body(pool_name, selectors.pool_body(Pool.objects.get(name=pool_name)))
+    data = {
+        field: ", ".join(value) if isinstance(value, list) else value
+        for field, value in initial.items()
+        if value is not None and value is not False
+    }
+    return {**data, **changes}

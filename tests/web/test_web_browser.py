@@ -2,20 +2,18 @@
 
 One journey, as an administrator would take it: sign in, watch the overview update live, open a pool, edit it
 with a missing template reference (inline error, nothing saved), fix it, run a what-if check, roll the change
-back. Every page is saved as a screenshot in ``var/screenshots/`` for people to look at.
+back. And every page of the catalogue, as an administrator and as someone without roles sees it. Each screen
+is saved in ``var/screenshots/`` for people to look at, and axe-core finds no WCAG 2 A or AA violation on it.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from pathlib import Path
 
 import pytest
-from console_data import PASSWORD, make_user
-from django.conf import settings
-from service_checks import service_unavailable
+from browser import accessibility_report, accessibility_violations, shoot
+from people import PASSWORD, person
+from viewtests import PAGE_DOORS
 
 from accounts.access import SYSTEM
 from pools import selectors, services
@@ -23,39 +21,48 @@ from pools.inventory.sources import SimulatedSource
 from pools.models import Backend, ConfigRevision
 from pools.services.inventory import node_pool_names
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 TIMEOUT_MS = 20_000
+# Every page of the catalogue a browser opens, at URLs of the demo (a door may have several: kinds, states).
+PAGES = [
+    ("GET /", "/"),
+    ("GET /pools/{name}/", "/pools/robotics-training/"),
+    ("GET /pools/{name}/edit/", "/pools/team-development/edit/"),
+    ("GET /pools/new/", "/pools/new/"),
+    ("GET /nodes/", "/nodes/?pool=robotics-training"),
+    ("GET /backends/", "/backends/"),
+    ("GET /config/{kind}/", "/config/templates/"),
+    ("GET /config/{kind}/", "/config/validations/"),
+    ("GET /config/{kind}/", "/config/roles/"),
+    ("GET /config/{kind}/new/", "/config/templates/new/"),
+    ("GET /config/{kind}/{name}/edit/", "/config/templates/training_optimized/edit/"),
+    ("GET /config/{kind}/{name}/edit/", "/config/validations/default_cpu/edit/"),
+    ("GET /config/{kind}/{name}/edit/", "/config/roles/osmo-user/edit/"),
+    ("GET /what-if/", "/what-if/"),
+    ("GET /what-if/", "/what-if/?pool=robotics-training&platform=h100-platform&cpu=4&gpu=1&memory=16Gi"),
+    ("GET /history/", "/history/"),
+    ("GET /history/{config_type}/{revision}/", "/history/POOL/1/"),
+    ("GET /history/{config_type}/{revision}/", "/history/POOL/2/"),
+    ("GET /history/{config_type}/{revision}/rollback/", "/history/POOL/1/rollback/"),
+    ("GET /access/", "/access/"),
+    ("GET /access/users/{username}/", "/access/users/ops/"),
+    ("GET /accounts/profile/", "/accounts/profile/"),
+]
+# Doors that are not pages of their own: each is checked on the page that shows it.
+IN_PAGES = {
+    "GET /pools/{name}/usage/": "the pool page's usage chart",
+    "GET /backends/{name}/sync/status/": "the backends page after Sync now",
+}
+# What someone without roles sees: empty pages, and a refusal.
+NEWCOMER_PAGES = ["/", "/nodes/", "/pools/new/", "/accounts/profile/"]
 
 
 @pytest.fixture
-def browser(monkeypatch):
-    """A headless Chromium page; skipped locally (failed in CI) when Playwright or Chromium is missing."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        service_unavailable("playwright is not installed (pip install -r requirements.txt)")
-    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    if not executable:
-        service_unavailable("chromium is not installed (apt-get install -y chromium)")
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        page = chromium.new_page(viewport={"width": 1360, "height": 640})
-        page.set_default_timeout(TIMEOUT_MS)
-        yield page
-        chromium.close()
+def page(browser):
+    """A page of a fresh browser context, as wide as a laptop screen."""
+    context = browser.new_context(viewport={"width": 1360, "height": 640})
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture
@@ -63,10 +70,6 @@ def live_demo(transactional_db):
     """The demo on a database that other transactional tests may have flushed (built-ins included)."""
     services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
-
-
-def shoot(page, name: str) -> None:
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def sync_later(backend_name: str, seconds_ahead: float) -> None:
@@ -83,19 +86,43 @@ def sync_later(backend_name: str, seconds_ahead: float) -> None:
     services.backend_sync(backend=backend, source=source)
 
 
+def sign_in(page, base_url: str, username: str) -> None:
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("form[action*='login'] [type=submit]")
+    page.wait_for_url(f"{base_url}/")
+
+
+def slug(url: str) -> str:
+    """``/pools/new/?x=1``: ``pools-new``, a part of a screenshot's name."""
+    return url.split("?")[0].strip("/").replace("/", "-") or "overview"
+
+
+def look(page, name: str, found: dict[str, list[str]]) -> None:
+    """Save the page as it is now as screenshot ``name`` and note axe-core's violations on it, by name and URL."""
+    shoot(page, name)
+    found[f"{name} ({page.url})"] = accessibility_violations(page)
+
+
+def assert_accessible(found: dict[str, list[str]]) -> None:
+    report = accessibility_report(found)
+    assert not report, f"axe-core finds WCAG 2 A/AA violations:\n{report}"
+
+
 def gpus_in_use(admin, names: set[str]) -> str:
     rows = [row for row in selectors.pool_list(user=admin) if row["name"] in names and not row["shared"]]
     return f"{sum(row['gpu']['total_usage'] for row in rows):,}"
 
 
-def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, live_server, browser, django_user_model):
-    admin = make_user(django_user_model, "ops", is_superuser=True, is_staff=True)
-    page = browser
+def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, live_server, page):
+    admin = person("ops", is_superuser=True, is_staff=True)
+    found: dict[str, list[str]] = {}
 
     # Sign in through the local form.
     page.goto(f"{live_server.url}/pools/team-development/")
     assert "/accounts/login/" in page.url
-    shoot(page, "00-sign-in")
+    look(page, "00-sign-in", found)
     page.fill("#id_username", "ops")
     page.fill("#id_password", PASSWORD)
     page.click("form[action*='login'] [type=submit]")
@@ -108,7 +135,7 @@ def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, li
     page.evaluate("window.consoleMarker = 'kept'; window.scrollTo(0, 200)")
     scrolled = page.evaluate("window.scrollY")
     stamp = page.inner_text("[data-testid=updated-at]")
-    shoot(page, "01-overview")
+    look(page, "01-overview", found)
     sync_later("gpu-cluster-01", 1800)
     sync_later("graphics-cluster-01", 1800)
     expected = gpus_in_use(admin, {"robotics-training", "robotics-simulation", "robotics-inference"})
@@ -123,7 +150,7 @@ def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, li
     assert page.input_value("#id_q") == "robotics"
     assert page.evaluate("window.scrollY") == scrolled
     assert page.locator("#pool-table tr[data-pool]").count() == 3
-    shoot(page, "02-overview-updated")
+    look(page, "02-overview-updated", found)
 
     # A pool page: platforms with their merged templates, nodes, workloads.
     page.fill("#id_q", "")
@@ -131,20 +158,20 @@ def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, li
     page.wait_for_url("**/pools/team-development/")
     assert page.locator("details.platform").count() == 2
     assert "nodeSelector" in page.inner_text("details.platform[open] pre.doc >> nth=0")
-    shoot(page, "03-pool")
+    look(page, "03-pool", found)
 
     # Edit with a missing template reference: the error sits next to the field and nothing is saved.
     revisions = ConfigRevision.objects.count()
     page.click("text=Edit pool")
     page.wait_for_selector("#preview h3")
-    shoot(page, "04-pool-edit")
+    look(page, "04-pool-edit", found)
     page.fill("#id_common_pod_template", "default_amd64, development_template, gpu_typo_template")
     page.click("button:has-text('Save pool')")
     error = page.locator("#id_common_pod_template-error")
     error.wait_for()
     assert "gpu_typo_template" in error.inner_text()
     assert ConfigRevision.objects.count() == revisions
-    shoot(page, "05-pool-edit-error")
+    look(page, "05-pool-edit-error", found)
 
     # Fix it and save: the change is a revision.
     page.fill("#id_common_pod_template", "default_amd64, development_template")
@@ -164,18 +191,18 @@ def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, li
     verdict.wait_for()
     assert "Fits" in verdict.inner_text()
     assert "a10g-d-001" in page.inner_text("#what-if-result")
-    shoot(page, "06-what-if")
+    look(page, "06-what-if", found)
 
     # History: the change side by side, then roll back to the revision before it.
     latest = ConfigRevision.objects.filter(config_type="POOL").order_by("-revision").first()
     page.goto(f"{live_server.url}/history/?type=POOL")
-    shoot(page, "07-history")
+    look(page, "07-history", found)
     page.click(f"a:has-text('POOL:{latest.revision}')")
     assert "edited in the browser" in page.inner_text("table.diff")
-    shoot(page, "08-revision-diff")
+    look(page, "08-revision-diff", found)
     page.goto(f"{live_server.url}/history/POOL/{latest.revision - 1}/")
     page.click("text=Roll back to this revision")
-    shoot(page, "09-rollback-confirm")
+    look(page, "09-rollback-confirm", found)
     page.check("#id_confirm")
     page.click("button:has-text('Roll back')")
     page.wait_for_url(f"**/history/POOL/{latest.revision + 1}/")
@@ -184,13 +211,48 @@ def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, li
 
     # The other pages, for the record: nodes, backends (with a sync), templates with the live preview, access.
     page.goto(f"{live_server.url}/nodes/?pool=robotics-training")
-    shoot(page, "10-nodes")
+    look(page, "10-nodes", found)
     page.goto(f"{live_server.url}/backends/")
     page.click("#sync-dev-cluster-01 button")
     page.wait_for_selector("#sync-dev-cluster-01 [data-sync-state=done]")
-    shoot(page, "11-backends")
+    look(page, "11-backends", found)
     page.goto(f"{live_server.url}/config/templates/training_optimized/edit/")
     page.wait_for_selector("#preview h3")
-    shoot(page, "12-template-edit")
+    look(page, "12-template-edit", found)
     page.goto(f"{live_server.url}/access/")
-    shoot(page, "13-access")
+    look(page, "13-access", found)
+    assert_accessible(found)
+
+
+def test_every_page_of_the_catalogue_is_checked_in_the_browser():
+    pages = {door for door in PAGE_DOORS if door.startswith("GET ")}
+    assert sorted(pages - {door for door, _ in PAGES} - set(IN_PAGES)) == []
+
+
+def test_every_page_meets_wcag_2_a_and_aa(live_demo, live_server, browser, page):
+    person("ops", is_superuser=True, is_staff=True)
+    person("newcomer")
+    services.pool_maintenance_set(name="team-development", enable=True, actor=services.SYSTEM)  # POOL:2, a diff
+    found: dict[str, list[str]] = {}
+    page.goto(f"{live_server.url}/accounts/login/")
+    look(page, "page-sign-in", found)
+    sign_in(page, live_server.url, "ops")
+    for index, (_, url) in enumerate(PAGES):
+        page.goto(live_server.url + url)
+        page.wait_for_load_state("networkidle")  # the previews, the chart and the tables htmx loads
+        look(page, f"page-{index:02d}-{slug(url)}", found)
+    page.goto(f"{live_server.url}/backends/")
+    page.click("#sync-dev-cluster-01 button")
+    page.wait_for_selector("#sync-dev-cluster-01 [data-sync-state=done]")
+    look(page, "page-backends-synced", found)
+    page.goto(f"{live_server.url}/pools/no-such-pool/")
+    look(page, "page-not-found", found)
+
+    newcomer = browser.new_context(viewport={"width": 1360, "height": 640})
+    newcomer_page = newcomer.new_page()
+    sign_in(newcomer_page, live_server.url, "newcomer")
+    for url in NEWCOMER_PAGES:
+        newcomer_page.goto(live_server.url + url)
+        look(newcomer_page, f"newcomer-{slug(url)}", found)
+    newcomer.close()
+    assert_accessible(found)

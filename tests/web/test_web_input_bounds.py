@@ -8,6 +8,7 @@ import time
 import pytest
 from django.conf import settings
 from kube_objects import node
+from people import person
 
 from pools import selectors, services
 from pools.choices import ConfigType
@@ -26,7 +27,7 @@ NESTED_RANGES = "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor
 
 
 @pytest.fixture
-def admin(client, django_user_model, cluster, actor):
+def admin(client, cluster, actor):
     """A signed-in superuser, and a cluster with a template ``a`` and a pool ``team-a`` using it."""
     backend = cluster([node("n1", labels={"team": "a"})])
     services.config_apply(
@@ -36,7 +37,7 @@ def admin(client, django_user_model, cluster, actor):
         },
         actor=actor,
     )
-    client.force_login(django_user_model.objects.create_user("root", password="pw", is_superuser=True))
+    client.force_login(person("root", password=None, is_superuser=True))
     return client
 
 
