@@ -223,9 +223,7 @@ def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
     for group in node_groups({backend_id for _, _, backend_id in rows}):
         state = NodeStatus.of(available=group.available, cordoned=group.cordoned).value
         for pool_id in group.pool_ids & pools.keys():
-            entry = summary.setdefault(
-                pools[pool_id], {"nodes": dict.fromkeys(NodeStatus.values, 0), "platforms": {}}
-            )
+            entry = summary.setdefault(pools[pool_id], {"nodes": dict.fromkeys(NodeStatus.values, 0), "platforms": {}})
             entry["nodes"][state] += group.nodes
         for pool_id, platform_name in group.placements:
             if pool_id not in pools:

@@ -34,7 +34,7 @@ from ..models import (
     placements_pairs,
 )
 from ..querysets import node_status_q
-from .pools import platform_validation_names, pool_get, pool_platform_render, pool_platforms
+from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
 
 GI = Decimal(1024**3)
 
@@ -129,14 +129,16 @@ def resource_index(*, user, filters: Mapping | None = None) -> list[NodeTableRow
     if not filterset.is_valid():
         raise ConfigError(filter_errors(filterset))
     pools, platforms = filterset.form.cleaned_data.get("pool"), filterset.form.cleaned_data.get("platform")
-    for name in pools or ():
-        pool = pool_get(name, user=user)
-        if len(pools) == 1:
-            missing = [platform for platform in platforms or () if platform not in pool_platforms(pool)]
-            if missing:
-                raise NotFound(f"pool '{name}' has no platform '{missing[0]}'")
     pool_names = dict(Pool.objects.values_list("id", "name"))
     visible = set(access.visible(user, VIEW_POOL, pool_names.values()))
+    for name in pools or ():
+        if name not in visible:
+            raise NotFound(f"pool '{name}' does not exist")
+    if pools and len(pools) == 1 and platforms:
+        offered = set(Platform.objects.filter(pool__name=pools[0]).values_list("name", flat=True)) or {DEFAULT_PLATFORM}
+        missing = [platform for platform in platforms if platform not in offered]
+        if missing:
+            raise NotFound(f"pool '{pools[0]}' has no platform '{missing[0]}'")
     show_unused = access.allows(user, LIST_FLEET) and not pools and not platforms
     nodes = filterset.qs.order_by("name").values_list(
         "id", "name", "backend__name", "placements", "available", "unschedulable", "gpu_product"

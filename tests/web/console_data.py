@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from accounts.access import SYSTEM
-from pools import selectors, services
+from pools import configs, selectors, services
 from pools.choices import ConfigType
 from pools.forms import PoolForm
 from pools.models import Pool
@@ -23,7 +23,7 @@ def add_team_pools(*names: str) -> None:
 
 def pool_form_data(pool_name: str, /, **changes) -> dict:
     """The pool's edit form as a browser posts it back unchanged, with ``changes`` over it."""
-    initial = PoolForm.initial_from_body(pool_name, selectors.pool_body(Pool.objects.get(name=pool_name)))
+    initial = PoolForm.initial_from_body(pool_name, configs.pool_body(Pool.objects.get(name=pool_name)))
     data = {
         field: ", ".join(value) if isinstance(value, list) else value
         for field, value in initial.items()
