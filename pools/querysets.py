@@ -25,6 +25,12 @@ def visible_pool_ids(principal) -> dict[int, tuple[int, str]]:
     return {pool_id: (backend_id, name) for pool_id, backend_id, name in rows if name in names}
 
 
+def _pool_count() -> int:
+    from pools.models import Pool
+
+    return Pool.objects.count()
+
+
 def _label_condition(pools, backend_field: str, name_field: str) -> Q:
     """Rows carrying the label of one of ``pools`` (backend id, name) *on that pool's own backend*."""
     by_backend: dict[int, list[str]] = {}
@@ -124,13 +130,18 @@ class NodeQuerySet(models.QuerySet):
 
         A node only in pools hidden from a fleet reader stays hidden: what it holds is those pools' business.
         """
+        from pools.models import NodeMembership
+
         if is_system(principal):
             return self
-        seen = list(visible_pool_ids(principal))
-        members = self.filter(memberships__pool_id__in=seen).values("pk")
-        if allows(principal, LIST_FLEET):
-            return self.filter(Q(pk__in=members) | Q(memberships__isnull=True)).distinct()
-        return self.filter(pk__in=members)
+        seen = visible_pool_ids(principal)
+        members = NodeMembership.objects.filter(pool_id__in=list(seen)).values("node_id")
+        if not allows(principal, LIST_FLEET):
+            return self.filter(pk__in=members)
+        if len(seen) == _pool_count():  # nothing hidden: the whole fleet, without a condition to evaluate per node
+            return self
+        placed = NodeMembership.objects.values("node_id")
+        return self.filter(Q(pk__in=members) | ~Q(pk__in=placed))
 
 
 class PodQuerySet(models.QuerySet):

@@ -33,7 +33,7 @@ from ..models import (
     backend_status,
     placements_pairs,
 )
-from ..querysets import node_status_q
+from ..querysets import node_status_q, visible_pool_ids
 from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
 
 GI = Decimal(1024**3)
@@ -166,10 +166,12 @@ def resource_index(*, user, filters: Mapping | None = None) -> list[NodeTableRow
 
 def node_filter_choices(*, user) -> dict[str, list[str]]:
     """What the node filters offer ``user``: the pools and platforms they may see, the GPU products of their nodes."""
+    seen = visible_pool_ids(user)
+    platforms = Platform.objects.filter(pool_id__in=list(seen)).values_list("name", flat=True)
     nodes = Node.objects.restrict(user).exclude(gpu_product="").order_by("gpu_product")
     return {
-        "pools": list(Pool.objects.restrict(user).order_by("name").values_list("name", flat=True)),
-        "platforms": sorted(set(Platform.objects.restrict(user).values_list("name", flat=True))),
+        "pools": sorted(name for _, name in seen.values()),
+        "platforms": sorted(set(platforms)),
         "products": list(nodes.values_list("gpu_product", flat=True).distinct()),
     }
 
