@@ -11,6 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from accounts.models import Role
 
 from .choices import BackendKind, ConfigType, NodeStatus, PoolStatus, ResourceType
+from .engine.errors import ConfigError
 from .models import (
     Backend,
     ConfigRevision,
@@ -27,9 +28,16 @@ from .models import (
 from .querysets import node_status_q
 
 
-def filter_errors(filterset: django_filters.FilterSet) -> str:
-    """A filterset's errors as one line: ``status: Select a valid choice. …; pool: at most 100 names``."""
-    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in filterset.errors.items())
+def filtered(filterset_class, filters, queryset) -> django_filters.FilterSet:
+    """``filterset_class`` applied to ``filters`` (a query string, or a dict from ``poolctl``) over ``queryset``.
+
+    Selectors call this with what the page, the API or ``poolctl`` was given, so all three read a filter the
+    same way. Bad values raise ``ConfigError`` naming each parameter: ``status: Select a valid choice. …``.
+    """
+    filterset = filterset_class(filters or {}, queryset=queryset)
+    if not filterset.is_valid():
+        raise ConfigError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in filterset.errors.items()))
+    return filterset
 
 
 @extend_schema_field(OpenApiTypes.STR)

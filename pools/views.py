@@ -100,6 +100,11 @@ def gate_answers(view: Callable) -> Callable:
     return wrapper
 
 
+def filter_values(request, filterset_class) -> dict[str, str]:
+    """What the query string gives each of the list's filters, for the filter form to show again."""
+    return {key: request.GET.get(key, "").strip() for key in filterset_class.base_filters}
+
+
 def page_or_fragment(request, page: str, fragment: str, context: dict, status: int = 200) -> HttpResponse:
     """The whole page, or only its live fragment for an htmx request; caches keep the two apart."""
     response = render(request, fragment if request.htmx else page, context, status=status)
@@ -127,7 +132,7 @@ def export(rows: list[dict], columns: list[str], filename: str, fmt: str) -> Htt
 
 def overview_rows(request) -> tuple[list[dict], dict]:
     """The visible pools with their GPU numbers, filtered by the query string (``PoolFilterSet``'s parameters)."""
-    filters = {key: request.GET.get(key, "").strip() for key in PoolFilterSet.base_filters}
+    filters = filter_values(request, PoolFilterSet)
     error = ""
     try:
         rows = selectors.pool_list(user=request.user, filters=request.GET)
@@ -526,7 +531,7 @@ def nodes(request):
     The query string is ``NodeFilterSet``'s, so a link means here what the same parameters mean to
     ``/api/resources/`` and ``poolctl resource list``.
     """
-    filters = {key: request.GET.get(key, "").strip() for key in NodeFilterSet.base_filters}
+    filters = filter_values(request, NodeFilterSet)
     error = ""
     try:
         index = selectors.resource_index(user=request.user, filters=request.GET)

@@ -53,6 +53,15 @@ def triples(rows) -> list[tuple[str, str, str]]:
     return [(row["node"], row["pool"], row["platform"]) for row in rows]
 
 
+def clients(user) -> tuple[Client, APIClient]:
+    """A browser session and an API client, both signed in as ``user``."""
+    page = Client()
+    page.force_login(user)
+    api = APIClient()
+    api.force_authenticate(user)
+    return page, api
+
+
 @pytest.fixture
 def fleet(demo):
     poolctl("role", "set", "osmo-robotics", "pool")
@@ -64,10 +73,7 @@ def fleet(demo):
 @pytest.mark.parametrize("who", ["operator", "limited"])
 def test_page_api_and_poolctl_give_the_same_rows_for_every_filter(fleet, who):
     user = fleet[who]
-    page = Client()
-    page.force_login(user)
-    api = APIClient()
-    api.force_authenticate(user)
+    page, api = clients(user)
     seen_statuses = set()
     for name, value in cases():
         shown = page.get("/nodes/", {name: value, "format": "json"})
@@ -107,10 +113,7 @@ def pool_cases() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("who", ["operator", "limited"])
 def test_overview_api_and_poolctl_list_the_same_pools_for_every_filter(fleet, who):
     user = fleet[who]
-    page = Client()
-    page.force_login(user)
-    api = APIClient()
-    api.force_authenticate(user)
+    page, api = clients(user)
     for name, value in pool_cases():
         shown = page.get("/", {name: value, "format": "json"})
         assert shown.status_code == 200, (name, value)
@@ -160,10 +163,7 @@ def test_the_history_page_the_api_and_poolctl_list_the_same_revisions(fleet, who
     import re
 
     user = fleet[who]
-    page = Client()
-    page.force_login(user)
-    api = APIClient()
-    api.force_authenticate(user)
+    page, api = clients(user)
     html = page.get("/history/", query).content.decode()
     shown = re.findall(r'href="/history/([A-Z_]+)/([0-9]+)/"', html)
     answered = api.get("/api/configs/history/", {**query, "limit": 50}).json()["results"]

@@ -18,9 +18,8 @@ from accounts import access
 
 from ..choices import NodeStatus
 from ..engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting
-from ..engine.errors import ConfigError
 from ..engine.permissions import VIEW_POOL
-from ..filtersets import PoolFilterSet, filter_errors
+from ..filtersets import PoolFilterSet, filtered
 from ..models import (
     Node,
     Pool,
@@ -125,9 +124,7 @@ def pool_list(
 
     ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples).
     """
-    filterset = PoolFilterSet(filters or {}, queryset=Pool.objects.select_related("backend").order_by("name"))
-    if not filterset.is_valid():
-        raise ConfigError(filter_errors(filterset))
+    filterset = filtered(PoolFilterSet, filters, Pool.objects.select_related("backend").order_by("name"))
     pools = filterset.qs
     if names is not None:
         pools = pools.filter(name__in=list(names))

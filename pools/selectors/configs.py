@@ -17,8 +17,8 @@ from accounts.models import Role
 
 from ..choices import TYPE_LABELS, ConfigType, RevisionAction
 from ..configs.fields import backend_body, pool_body, role_body
-from ..engine.errors import ConfigError, NotFound
-from ..filtersets import ConfigRevisionFilterSet, filter_errors
+from ..engine.errors import NotFound
+from ..filtersets import ConfigRevisionFilterSet, filtered
 from ..models import (
     Backend,
     ConfigRevision,
@@ -90,9 +90,7 @@ def config_history(*, user, filters: Mapping | None = None):
     A queryset (for paging); pass each row shown through ``redacted``. Bad filters raise ``ConfigError``.
     """
     revisions = ConfigRevision.objects.restrict(user).defer("snapshot")
-    filterset = ConfigRevisionFilterSet(filters or {}, queryset=revisions)
-    if not filterset.is_valid():
-        raise ConfigError(filter_errors(filterset))
+    filterset = filtered(ConfigRevisionFilterSet, filters, revisions)
     return filterset.qs.order_by("-created_at", "config_type", "-revision")
 
 

@@ -21,7 +21,7 @@ from ..engine.accounting import resource_type, usage_pair
 from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.permissions import LIST_FLEET, VIEW_POOL
 from ..engine.validation import NodeResources, check_request, parse_rules
-from ..filtersets import NodeFilterSet, filter_errors
+from ..filtersets import NodeFilterSet, filtered
 from ..models import (
     Backend,
     Node,
@@ -125,9 +125,7 @@ def resource_index(*, user, filters: Mapping | None = None) -> list[NodeTableRow
     pool named in the filters that ``user`` may not see is ``NotFound``, like a platform that one named pool
     does not have. ``resource_numbers`` adds the numbers to the rows a caller keeps.
     """
-    filterset = NodeFilterSet(filters or {}, queryset=Node.objects.restrict(user))
-    if not filterset.is_valid():
-        raise ConfigError(filter_errors(filterset))
+    filterset = filtered(NodeFilterSet, filters, Node.objects.restrict(user))
     pools, platforms = filterset.form.cleaned_data.get("pool"), filterset.form.cleaned_data.get("platform")
     pool_names = dict(Pool.objects.values_list("id", "name"))
     visible = set(access.visible(user, VIEW_POOL, pool_names.values()))
