@@ -31,10 +31,11 @@ run: setup
 test: setup test-deps
 	$(PY) -m pytest
 
-## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), Chromium, the
+## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), kubectl, Chromium, the
 ##      OpenID provider and axe-core. If one cannot be installed here its tests skip with the reason (CI requires them).
 test-deps:
 	-bash scripts/kube-apiserver.sh build
+	-$(MAKE) --no-print-directory kubectl-deps
 	-$(MAKE) --no-print-directory sign-in-deps
 	-$(MAKE) --no-print-directory browser-deps
 
@@ -68,6 +69,12 @@ $(OIDC_PROVIDER): tests/oidc/package-lock.json
 	npm ci --prefix tests/oidc --no-audit --no-fund
 sign-in-deps: $(OIDC_PROVIDER)
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+## kubectl-deps: the kubectl users type, for the tests that drive the cluster with it: the one on the machine,
+##      else Debian's kubernetes-client
+.PHONY: kubectl-deps
+kubectl-deps:
+	command -v kubectl >/dev/null || (apt-get update && apt-get install -y kubernetes-client)
 
 ## browser-deps: the browser libraries of package.json in node_modules/, for axe-core: the browser tests inject
 ##      it into every page they open to check WCAG 2 A and AA (installed from package-lock.json)

@@ -239,6 +239,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name for the placement strategies (pools.choices.PlacementStrategy.values), wherever a field takes one:
+    # a pool body, a node-pools row (tests/test_node_pools.py checks the two lists agree).
+    "ENUM_NAME_OVERRIDES": {"PlacementStrategyEnum": ["binpack", "spread"]},
 }
 
 # The only directory `file` backends (and simulated backends' blueprints) may read inventories from; the demo

@@ -100,6 +100,8 @@ BACKENDS = {
         "pool_label": "osmo.pool",
         "priority_label": "osmo.priority",
         "writable": False,
+        "pool_label_key": "runwhere.ai/pool",
+        "default_pool": "",
     }
 }
 

@@ -63,6 +63,70 @@ class NodeStatus(models.TextChoices):
         return cls.AVAILABLE if available else cls.UNAVAILABLE
 
 
+class PlacementStrategy(models.TextChoices):
+    """How the scheduler places a pool's workloads on its nodes (Run:ai's node-pool setting)."""
+
+    BINPACK = "binpack", "Bin-pack (fill nodes first)"
+    SPREAD = "spread", "Spread (even out across nodes)"
+
+
+class NodePoolStatus(models.TextChoices):
+    """A node pool as Run:ai shows it: ``Ready`` with at least one node, ``Empty`` with none."""
+
+    READY = "Ready", "Ready"
+    EMPTY = "Empty", "Empty"
+
+
+class NodePoolColumn(models.TextChoices):
+    """The columns of the node-pools list (Run:ai's node-pools table): the field names the API and the
+    ``sort=``/``columns=`` parameters use, with Run:ai's headings (the page's headers and the CSV's first row).
+
+    ``backend`` (Run:ai's cluster) and ``default`` (a backend's default pool) are the console's own.
+    """
+
+    NODE_POOL = "node_pool", "Node pool"
+    STATUS = "status", "Status"
+    LABEL_KEY = "label_key", "Label key"
+    LABEL_VALUE = "label_value", "Label value"
+    NODES = "nodes", "Node(s)"
+    GPU_DEVICES = "gpu_devices", "GPU devices"
+    GPU_MEMORY = "gpu_memory", "GPU memory"
+    ALLOCATED_GPUS = "allocated_gpus", "Allocated GPUs"
+    CPUS = "cpus", "CPUs (Cores)"
+    CPU_MEMORY = "cpu_memory", "CPU memory"
+    ALLOCATED_CPUS = "allocated_cpus", "Allocated CPUs (Cores)"
+    ALLOCATED_CPU_MEMORY = "allocated_cpu_memory", "Allocated CPU memory"
+    GPU_PLACEMENT_STRATEGY = "gpu_placement_strategy", "GPU placement strategy"
+    CPU_PLACEMENT_STRATEGY = "cpu_placement_strategy", "CPU placement strategy"
+    LAST_UPDATE = "last_update", "Last update"
+    CREATION_TIME = "creation_time", "Creation time"
+    WORKLOADS = "workloads", "Workload(s)"
+    BACKEND = "backend", "Backend"
+    DEFAULT = "default", "Default"
+
+
+class GpuctlPoolStatus(models.TextChoices):
+    """A pool's status as gpuctl's ``get pools`` prints it (lower case).
+
+    ``maintenance`` and ``offline`` are ``PoolStatus``; an online pool is ``active``, or ``empty`` when it has no
+    node — except a backend's default pool, which gpuctl always lists as ``active`` (it is where new nodes go).
+    """
+
+    ACTIVE = "active", "Active"
+    MAINTENANCE = "maintenance", "Maintenance"
+    OFFLINE = "offline", "Offline"
+    EMPTY = "empty", "Empty"
+
+    @classmethod
+    def of(cls, *, status: str, nodes: int, default: bool) -> "GpuctlPoolStatus":
+        """From the pool's ``PoolStatus``, its number of nodes and whether it is a backend's default pool."""
+        if status == PoolStatus.MAINTENANCE:
+            return cls.MAINTENANCE
+        if status == PoolStatus.OFFLINE:
+            return cls.OFFLINE
+        return cls.ACTIVE if nodes or default else cls.EMPTY
+
+
 class ResourceType(models.TextChoices):
     """How a node is used, by the number of pools that select it (OSMO's resource type)."""
 

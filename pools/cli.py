@@ -170,3 +170,142 @@ def doors_markdown(doors) -> str:
         cells = [f"`{door.door}`", sees, permission(door.acts, door.acts_on), door.note]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(rows)
+
+
+# --- gpuctl's tables (SEMANTICS §8.1) ------------------------------------------------------------------------
+# gpuctl pads each column to a fixed width (wider when a cell needs it: two spaces after the longest) and has
+# no dashes under the header. The widths reproduce its ``get pools`` example exactly.
+
+GPUCTL_POOL_COLUMNS = (
+    ("POOL NAME", 17),
+    ("STATUS", 9),
+    ("GPU TOTAL", 11),
+    ("GPU USED", 10),
+    ("GPU FREE", 10),
+    ("NODE COUNT", 0),
+)
+GPUCTL_NODE_COLUMNS = (
+    ("NODE NAME", 17),
+    ("STATUS", 13),
+    ("GPU TOTAL", 11),
+    ("GPU USED", 10),
+    ("GPU FREE", 10),
+    ("GPU TYPE", 14),
+    ("IP", 17),
+    ("POOL", 0),
+)
+
+
+def gpuctl_table(columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[Any]]) -> str:
+    """Left-aligned columns of at least their stated width, the last one unpadded."""
+    cells = [[name for name, _ in columns]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(minimum, max(len(row[i]) for row in cells) + 2) for i, (_, minimum) in enumerate(columns)]
+    return "\n".join(
+        "".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def gpuctl_pools_text(pools: list[dict]) -> str:
+    rows = [[p["name"], p["status"], p["gpu_total"], p["gpu_used"], p["gpu_free"], p["node_count"]] for p in pools]
+    return gpuctl_table(GPUCTL_POOL_COLUMNS, rows)
+
+
+def _node_cells(n: dict) -> list:
+    return [
+        n["name"],
+        n["status"],
+        n["gpu_total"],
+        n["gpu_used"],
+        n["gpu_free"],
+        n["gpu_type"] or "-",
+        n["ip"] or "-",
+        ",".join(n["pools"]) or "-",
+    ]
+
+
+def gpuctl_nodes_text(nodes: list[dict]) -> str:
+    return gpuctl_table(GPUCTL_NODE_COLUMNS, [_node_cells(n) for n in nodes])
+
+
+def age(seconds: int | None) -> str:
+    """An age as kubectl prints it: ``45s``, ``12m``, ``5h``, ``3d``."""
+    if seconds is None:
+        return "-"
+    seconds = max(0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _fields(pairs: Sequence[tuple[str, Any]]) -> list[str]:
+    width = max(len(label) for label, _ in pairs) + 2
+    return [f"{(label + ':').ljust(width)}{'' if value is None else value}" for label, value in pairs]
+
+
+def gpuctl_pool_detail_text(pool: dict) -> str:
+    lines = _fields(
+        [
+            ("Name", pool["name"]),
+            ("Description", pool["description"]),
+            ("Status", pool["status"]),
+            ("GPU Total", pool["gpu_total"]),
+            ("GPU Used", pool["gpu_used"]),
+            ("GPU Free", pool["gpu_free"]),
+            ("GPU Types", ", ".join(pool["gpu_types"]) or "-"),
+            ("Node Count", pool["node_count"]),
+        ]
+    )
+    lines += ["", "Nodes:"]
+    node_rows = [
+        [n["name"], n["status"], f"{n['gpu_used']}/{n['gpu_total']}", n["gpu_type"] or "-"] for n in pool["nodes"]
+    ]
+    lines.append(
+        gpuctl_table((("NODE NAME", 17), ("STATUS", 13), ("GPU USED/TOTAL", 16), ("GPU TYPE", 0)), node_rows)
+        if node_rows
+        else "  (none)"
+    )
+    lines += ["", "Jobs:"]
+    job_rows = [
+        [j["namespace"], j["name"], j["user"] or "-", j["gpu"], j["phase"], age(j["age_seconds"])] for j in pool["jobs"]
+    ]
+    lines.append(
+        gpuctl_table((("NAMESPACE", 14), ("NAME", 24), ("USER", 12), ("GPUS", 6), ("PHASE", 10), ("AGE", 0)), job_rows)
+        if job_rows
+        else "  (none)"
+    )
+    return "\n".join(lines)
+
+
+def gpuctl_node_detail_text(node: dict) -> str:
+    lines = _fields(
+        [
+            ("Name", node["name"]),
+            ("Backend", node["backend"]),
+            ("Status", node["status"] + (f" ({node['unavailable_reason']})" if node["unavailable_reason"] else "")),
+            ("IP", node["ip"] or "-"),
+            ("Pool", ", ".join(node["pools"]) or "-"),
+            ("GPU Type", node["gpu_type"] or "-"),
+            ("GPU Total", node["gpu_total"]),
+            ("GPU Used", node["gpu_used"]),
+            ("GPU Free", node["gpu_free"]),
+            ("CPU", node["cpu"]),
+        ]
+    )
+    lines += ["", "Labels:"] + [f"  {key}={value}" for key, value in node["labels"].items()]
+    if node["taints"]:
+        lines += ["", "Taints:"] + [f"  {t['key']}={t['value']}:{t['effect']}" for t in node["taints"]]
+    lines += ["", "Pods:"]
+    pod_rows = [[p["namespace"], p["name"], p["phase"], p["gpu"], age(p["age_seconds"])] for p in node["pods"]]
+    lines.append(
+        gpuctl_table((("NAMESPACE", 14), ("NAME", 24), ("PHASE", 10), ("GPUS", 6), ("AGE", 0)), pod_rows)
+        if pod_rows
+        else "  (none)"
+    )
+    return "\n".join(lines)
+
+
+def node_labels_text(result: dict) -> str:
+    if not result["labels"]:
+        return f"node/{result['node']} has no such label" if result.get("key") else f"node/{result['node']}: no labels"
+    return "\n".join(f"{key}={value}" for key, value in result["labels"].items())

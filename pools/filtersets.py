@@ -2,7 +2,7 @@
 
 import django_filters
 from django import forms
-from django.db.models import Count, OuterRef, Q, Subquery, TextField
+from django.db.models import Count, F, OuterRef, Q, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import Role
 
-from .choices import BackendKind, ConfigType, NodeStatus, PoolStatus, ResourceType
+from .choices import BackendKind, ConfigType, NodePoolColumn, NodePoolStatus, NodeStatus, PoolStatus, ResourceType
 from .engine.errors import ConfigError
 from .models import (
     Backend,
@@ -113,6 +113,44 @@ class PoolFilterSet(SearchFilterSet):
         return queryset.filter(~recent | Q(backend__last_heartbeat__isnull=True), enable_maintenance=False)
 
     def after_accounting(self, queryset, name, value):
+        return queryset
+
+
+# ``sort=`` of the node-pools list: a column, ascending, or ``-`` and the column, descending.
+NODE_POOL_SORTS = [(sort, sort) for column in NodePoolColumn.values for sort in (column, f"-{column}")]
+
+
+class NodePoolFilterSet(SearchFilterSet):
+    """The node-pools list's filters (Run:ai's node-pools view): the page ``/node-pools/`` and
+    ``/api/node_pools/`` (``pools.selectors.node_pool_list`` applies them).
+
+    ``q`` finds a text in the pool's name, label key or value, or backend; ``default`` keeps (true) or drops
+    (false) the backends' default pools. ``status`` (a ``NodePoolStatus``) and ``sort`` (a ``NodePoolColumn``,
+    ``-`` first for descending) need the node numbers, so the selector applies them after counting; here they
+    filter nothing.
+    """
+
+    search_fields = ("name", "node_label__key", "node_label__value", "backend__name")
+    q = django_filters.CharFilter(method="search", label="text in the name, label key or value, or backend")
+    status = django_filters.ChoiceFilter(
+        choices=NodePoolStatus.choices, method="after_counting", label=f"one of {', '.join(NodePoolStatus.values)}"
+    )
+    backend = django_filters.CharFilter(field_name="backend__name", label="backend name")
+    label_key = django_filters.CharFilter(field_name="node_label__key", label="the pool's label key")
+    default = StrictBooleanFilter(method="by_default", label="true: only default pools; false: none of them")
+    sort = django_filters.ChoiceFilter(
+        choices=NODE_POOL_SORTS, method="after_counting", label="a column, or -column for descending"
+    )
+
+    class Meta:
+        model = Pool
+        fields = ["name"]
+
+    def by_default(self, queryset, name, value):
+        is_default = Q(backend__default_pool=F("name"))
+        return queryset.filter(is_default) if value else queryset.exclude(is_default)
+
+    def after_counting(self, queryset, name, value):
         return queryset
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 
+from .choices import PlacementStrategy
 from .configs import INT32_MAX, NAME_RE, POOL_DOCUMENT, parse_document, variable_value
 from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
@@ -105,7 +106,9 @@ class ChangeFields(forms.Form):
 # Pool body fields the form edits as they are, and those it edits as a YAML/JSON document (POOL_DOCUMENT says
 # which kind each is). The form keeps the rest of a saved body as it was; ``resources`` has its own GPU fields.
 PLAIN_POOL_FIELDS = tuple(
-    field.name for field in POOL_DOCUMENT if field.kind in ("text", "reference", "flag", "names", "duration")
+    field.name
+    for field in POOL_DOCUMENT
+    if field.kind in ("text", "reference", "label", "flag", "choice", "names", "duration")
 )
 DOCUMENT_POOL_FIELDS = tuple(field.name for field in POOL_DOCUMENT if field.kind in ("variables", "platforms"))
 
@@ -116,6 +119,11 @@ class PoolForm(ChangeFields):
     name = forms.RegexField(regex=NAME_RE, max_length=128, help_text=NAME_HELP)
     description = forms.CharField(required=False)
     backend = forms.ChoiceField()
+    node_label = forms.CharField(
+        required=False,
+        label="Node label",
+        help_text="key=value: the pool is the nodes carrying this label (gpuctl, Run:ai). Empty for none.",
+    )
     default_platform = forms.CharField(required=False, help_text="One of the platforms below; empty for none.")
     enable_maintenance = forms.BooleanField(required=False, label="Maintenance (no new workloads)")
     common_pod_template = NameListField(
@@ -147,6 +155,8 @@ class PoolForm(ChangeFields):
         initial=-1, min_value=-1, max_value=INT32_MAX, label="GPU maximum", help_text="-1: no maximum."
     )
     gpu_weight = forms.IntegerField(initial=1, min_value=0, max_value=INT32_MAX, label="GPU weight")
+    gpu_placement_strategy = forms.ChoiceField(choices=PlacementStrategy.choices, label="GPU placement")
+    cpu_placement_strategy = forms.ChoiceField(choices=PlacementStrategy.choices, label="CPU placement")
 
     # Where a service problem about a body field is shown (fields not listed here go above the form).
     FIELD_OF_BODY_KEY = {"resources": "gpu_guarantee", "name": "name"}
@@ -166,6 +176,7 @@ class PoolForm(ChangeFields):
         return {
             "name": name,
             **{key: body.get(key) for key in PLAIN_POOL_FIELDS},
+            "node_label": "{key}={value}".format(**body["node_label"]) if body.get("node_label") else "",
             **{key: document_text(body.get(key) or {}) for key in DOCUMENT_POOL_FIELDS},
             "gpu_guarantee": gpu.get("guarantee", -1),
             "gpu_maximum": gpu.get("maximum", -1),

@@ -13,7 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from . import querysets
-from .choices import BackendKind, BackendStatus, ChangeOrigin, ConfigType, RevisionAction
+from .choices import BackendKind, BackendStatus, ChangeOrigin, ConfigType, PlacementStrategy, RevisionAction
 
 
 def default_node_conditions():
@@ -52,6 +52,12 @@ class Backend(models.Model):
     pool_label = models.CharField(max_length=253, default="osmo.pool")
     priority_label = models.CharField(max_length=253, default="osmo.priority")
     writable = models.BooleanField(default=False, help_text="kubernetes: the console may patch node labels")
+    pool_label_key = models.CharField(
+        max_length=253, default="runwhere.ai/pool", help_text="the node label gpuctl's pool files set"
+    )
+    default_pool = models.CharField(
+        max_length=128, blank=True, help_text="the pool holding every node in no other pool of this backend"
+    )
     builtin = models.BooleanField(default=False, editable=False)
 
     last_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
@@ -111,6 +117,7 @@ class Pool(models.Model):
     name = models.CharField(max_length=128, unique=True)
     description = models.TextField(blank=True)
     backend = models.ForeignKey(Backend, on_delete=models.PROTECT, related_name="pools")
+    node_label = models.JSONField(default=dict, blank=True, help_text='{"key": ..., "value": ...}: a label pool')
     default_platform = models.CharField(max_length=128, blank=True)
     enable_maintenance = models.BooleanField(default=False)
     common_default_variables = models.JSONField(default=dict, blank=True)
@@ -124,6 +131,14 @@ class Pool(models.Model):
     action_permissions = models.JSONField(default=dict, blank=True)
     resources = models.JSONField(default=default_pool_resources, blank=True)
     topology_keys = models.JSONField(default=list, blank=True)
+    gpu_placement_strategy = models.CharField(
+        max_length=16, choices=PlacementStrategy.choices, default=PlacementStrategy.BINPACK
+    )
+    cpu_placement_strategy = models.CharField(
+        max_length=16, choices=PlacementStrategy.choices, default=PlacementStrategy.BINPACK
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
 
     objects = querysets.PoolQuerySet.as_manager()
 
@@ -193,16 +208,19 @@ class Node(models.Model):
     gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
     mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG profile -> allocatable count")
     gpu_replicas = models.IntegerField(default=0, help_text="time-slicing replicas per GPU (0: not time-sliced)")
+    gpu_memory = models.BigIntegerField(default=0, help_text="bytes of GPU memory, all GPUs (nvidia.com/gpu.memory)")
     # Requests of the non-terminated pods bound to the node, kept up to date by sync and watch so that
     # reading usage never has to add up every pod of a large cluster.
     cpu_used = models.DecimalField(max_digits=14, decimal_places=3, default=0)
     memory_used = models.BigIntegerField(default=0)
     storage_used = models.BigIntegerField(default=0)
     gpu_used = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    pods = models.IntegerField(default=0, help_text="non-terminated pods bound to the node")
     # The node's memberships as sorted "<pool id>:<platform>" words, written with them by membership_recompute.
     # Nodes with the same placements are grouped by the pool summaries, which then read one row per group
     # instead of every membership (a 5,000-node fleet has ~37,000 memberships but only dozens of groups).
     placements = models.TextField(blank=True, default="")
+    address = models.CharField(max_length=64, blank=True, help_text="the node's InternalIP (status.addresses)")
     resource_version = models.CharField(max_length=64, blank=True)
     synced_at = models.DateTimeField(auto_now=True)
 
@@ -233,6 +251,7 @@ class Pod(models.Model):
     storage = models.BigIntegerField(default=0)
     gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
     mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG profile -> requested count")
+    created = models.DateTimeField(null=True, blank=True, help_text="metadata.creationTimestamp")
     resource_version = models.CharField(max_length=64, blank=True)
 
     objects = querysets.PodQuerySet.as_manager()
@@ -367,6 +386,7 @@ class NodeLabelChange(models.Model):
     new_value = models.CharField(max_length=63, null=True, blank=True, help_text="null: label removed")
     username = models.CharField(max_length=150, blank=True)
     origin = models.CharField(max_length=16, choices=ChangeOrigin.choices, default=ChangeOrigin.SYSTEM)
+    operation = models.CharField(max_length=256, blank=True, help_text="what the change was part of")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = querysets.NodeLabelChangeQuerySet.as_manager()

@@ -14,6 +14,7 @@ from .models import Backend
 
 logger = logging.getLogger(__name__)
 
+
 @shared_task(ignore_result=False)
 def sync_backend(backend_id: int) -> dict:
     """Full sync of one backend; skipped (not queued twice) while another sync of it runs."""

@@ -29,4 +29,10 @@ urlpatterns = [
     path("access/", views.roles, name="roles"),
     path("access/users/new/", views.user_create, name="user-create"),
     path("access/users/<str:username>/", views.user_detail, name="user"),
+    # Node pools (Run:ai's node-pools view, issue 11)
+    path("node-pools/", views.node_pools, name="node-pools"),
+    # === gpuctl's pool workflow (SEMANTICS §8.1) ===
+    path("label-pools/new/", views.label_pool_create, name="label-pool-create"),
+    path("label-pools/<str:name>/delete/", views.label_pool_delete, name="label-pool-delete"),
+    path("nodes/<str:name>/labels/", views.node_labels, name="node-labels"),
 ]

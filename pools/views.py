@@ -35,11 +35,21 @@ from accounts.models import Role
 from accounts.tokens import parse_lifetime
 
 from . import configs, jobs, selectors, services
-from .choices import TYPE_LABELS, ChangeOrigin, ConfigType, NodeStatus, PoolStatus, ResourceType, SyncState
+from .choices import (
+    TYPE_LABELS,
+    ChangeOrigin,
+    ConfigType,
+    NodePoolColumn,
+    NodePoolStatus,
+    NodeStatus,
+    PoolStatus,
+    ResourceType,
+    SyncState,
+)
 from .configs import body_etag, normalize_body, parse_revision_number, users_of
 from .engine.errors import AccessDenied, ConfigError, Conflict, NotFound
 from .engine.permissions import CHANGE_CONFIG, CHANGE_USER, OPERATE_BACKEND, PERMISSIONS
-from .filtersets import NodeFilterSet, PoolFilterSet
+from .filtersets import NodeFilterSet, NodePoolFilterSet, PoolFilterSet
 from .forms import (
     DocumentForm,
     PoolForm,
@@ -52,7 +62,9 @@ from .forms import (
     attach_problems,
     document_text,
 )
+from .inventory.records import InventoryError
 from .querysets import sees_whole_fleet
+from .templatetags import console as console_tags
 
 OVERVIEW_POLL_SECONDS = 5
 NODES_PER_PAGE = 100
@@ -862,3 +874,255 @@ def user_detail(request, username: str):
     if new_token:
         response["Cache-Control"] = "no-store"
     return response
+
+
+# --- node pools (Run:ai's node-pools view, issue 11) -------------------------------------------------------
+
+# The columns a first visit shows; the others are a checkbox away (``?columns=``). The pool's name is always in.
+NODE_POOL_DEFAULT_COLUMNS = [
+    NodePoolColumn.NODE_POOL,
+    NodePoolColumn.STATUS,
+    NodePoolColumn.LABEL_KEY,
+    NodePoolColumn.LABEL_VALUE,
+    NodePoolColumn.NODES,
+    NodePoolColumn.GPU_DEVICES,
+    NodePoolColumn.GPU_MEMORY,
+    NodePoolColumn.ALLOCATED_GPUS,
+    NodePoolColumn.CPUS,
+    NodePoolColumn.ALLOCATED_CPUS,
+    NodePoolColumn.WORKLOADS,
+    NodePoolColumn.BACKEND,
+]
+# Columns shown right-aligned, as numbers.
+NODE_POOL_NUMBERS = {str(column) for column in selectors.NODE_POOL_SUMS}
+
+
+def node_pool_columns(request) -> list[str]:
+    """The columns ``?columns=`` chooses (repeated or comma-separated, in their order), the pool's name first;
+    the default ones when none is given. An unknown column raises ConfigError naming ``columns``."""
+    given = [name.strip() for value in request.GET.getlist("columns") for name in value.split(",") if name.strip()]
+    unknown = [name for name in given if name not in NodePoolColumn.values]
+    if unknown:
+        raise ConfigError(f"columns: '{unknown[0]}' is not a column (one of {', '.join(NodePoolColumn.values)})")
+    chosen = list(dict.fromkeys(given)) or [str(column) for column in NODE_POOL_DEFAULT_COLUMNS]
+    return [NodePoolColumn.NODE_POOL.value, *(name for name in chosen if name != NodePoolColumn.NODE_POOL)]
+
+
+def node_pool_text(column: str, value) -> str:
+    """A cell of the node-pools table as people read it: memory in GiB/TiB, GPUs and CPUs with up to two
+    decimals, times in UTC (the page and the CSV show the same)."""
+    if column in (NodePoolColumn.GPU_MEMORY, NodePoolColumn.CPU_MEMORY, NodePoolColumn.ALLOCATED_CPU_MEMORY):
+        return console_tags.size(value)
+    if column in NODE_POOL_NUMBERS:
+        return console_tags.count(value)
+    if column in (NodePoolColumn.LAST_UPDATE, NodePoolColumn.CREATION_TIME):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if column == NodePoolColumn.DEFAULT:
+        return "yes" if value else "no"
+    return str(value)
+
+
+@login_required
+@require_GET
+def node_pools(request):
+    """Run:ai's node-pools view: one row per visible pool with its nodes, GPUs, CPUs, memory and workloads.
+
+    The query string is ``NodePoolFilterSet``'s (as for ``/api/node_pools/``), plus ``columns=`` (which columns,
+    in the table and the CSV) and ``format=csv``. A bad parameter is a 400 naming it.
+    """
+    filters = filter_values(request, NodePoolFilterSet)
+    error = ""
+    columns, rows = [str(column) for column in NODE_POOL_DEFAULT_COLUMNS], []
+    try:
+        columns = node_pool_columns(request)
+        rows = selectors.node_pool_list(user=request.user, filters=request.GET)
+    except ConfigError as exc:
+        error = str(exc)
+    if request.GET.get("format") == "csv":
+        if error:
+            return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
+        headings = [NodePoolColumn(column).label for column in columns]
+        cells = [
+            {heading: node_pool_text(column, row[column]) for heading, column in zip(headings, columns, strict=True)}
+            for row in rows
+        ]
+        return export(cells, headings, "node-pools", "csv")
+    sort = filters["sort"] if not error else ""
+    headers = [
+        {
+            "column": column,
+            "heading": NodePoolColumn(column).label,
+            "numeric": column in NODE_POOL_NUMBERS,
+            "order": "ascending" if sort == column else "descending" if sort == f"-{column}" else "",
+            # A click sorts by the column, ascending first, then the other way.
+            "sort": f"-{column}" if sort == column else column,
+        }
+        for column in columns
+    ]
+    context = {
+        "rows": [
+            {
+                "name": row["node_pool"],
+                "default": row["default"],
+                "status": row["status"],
+                "cells": [
+                    (column, node_pool_text(column, row[column]), row[column], column in NODE_POOL_NUMBERS)
+                    for column in columns
+                ],
+            }
+            for row in rows
+        ],
+        "headers": headers,
+        "columns": columns,
+        "all_columns": NodePoolColumn.choices,
+        "filters": filters,
+        "sort": sort,
+        "error": error,
+        "statuses": NodePoolStatus.choices,
+        "label_keys": sorted({row["label_key"] for row in rows if row["label_key"]}),
+        "can_create": can_update_config(request.user, ConfigType.POOL),
+        **selectors.pool_filter_choices(user=request.user),
+    }
+    return page_or_fragment(
+        request, "pools/node_pools.html", "pools/_node_pool_table.html", context, status=400 if error else 200
+    )
+
+
+# === gpuctl's pool workflow (SEMANTICS §8.1) =================================================================
+# Create a label pool by picking nodes, delete one (its running workloads shown, a force checkbox), relabel a
+# node. Writes go through ``services.label_pool_apply`` / ``label_pool_delete`` / ``node_label``, which label
+# the nodes in the cluster all or nothing; this section only reads the form and shows the answer.
+
+LABEL_POOL_NODES_SHOWN = 500
+
+
+def _label_pool_nodes(request) -> tuple[list[dict], str]:
+    """The nodes to pick from: one row per node of the node table (``NodeFilterSet``'s filters), by name."""
+    try:
+        index = selectors.resource_index(user=request.user, filters=request.GET)
+    except ConfigError as exc:
+        return [], str(exc)
+    rows: dict[str, dict] = {}
+    for row in index:
+        entry = rows.setdefault(
+            row.node,
+            {
+                "node": row.node,
+                "backend": row.backend,
+                "status": row.status,
+                "gpu_product": row.gpu_product,
+                "pools": [],
+            },
+        )
+        if row.pool and row.pool not in entry["pools"]:
+            entry["pools"].append(row.pool)
+    return list(rows.values())[:LABEL_POOL_NODES_SHOWN], ""
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@gate_answers
+def label_pool_create(request):
+    """Pick nodes from the filtered node table, name the pool: the nodes are labelled in the cluster."""
+    if not can_update_config(request.user, ConfigType.POOL):
+        raise PermissionDenied("changing pools needs config:Update on config/POOL")
+    form = {
+        "name": request.POST.get("name", "").strip(),
+        "description": request.POST.get("description", ""),
+        "backend": request.POST.get("backend", ""),
+        "gpu_type": request.POST.get("gpu_type", "").strip(),
+        "overwrite": bool(request.POST.get("overwrite")),
+        # Picked nodes travel with every filter request too, so changing the filter keeps them.
+        "nodes": (request.POST if request.method == "POST" else request.GET).getlist("nodes"),
+    }
+    error, status = "", 200
+    if request.method == "POST":
+        document = {
+            "kind": "pool",
+            "version": "v0.1",
+            "pool": {"name": form["name"], "description": form["description"]},
+            "nodes": {node: {"gpu-type": form["gpu_type"]} for node in form["nodes"]},
+        }
+        try:
+            result = services.label_pool_apply(
+                document=configs.gpuctl_file_parse(document),
+                actor=actor_of(request),
+                backend=form["backend"] or None,
+                overwrite=form["overwrite"],
+            )
+        except (ConfigError, InventoryError) as exc:
+            error, status = str(exc), 409 if isinstance(exc, Conflict) else 400
+        else:
+            messages.success(request, f"Pool {result['pool']}: {len(result['labelled'])} node(s) labelled.")
+            return redirect("pools:pool", name=result["pool"])
+    nodes, filter_error = _label_pool_nodes(request)
+    shown = {row["node"] for row in nodes}
+    context = {
+        "hidden_picks": [name for name in dict.fromkeys(form["nodes"]) if name not in shown],
+        "form": form,
+        "error": error,
+        "nodes": nodes,
+        "filter_error": filter_error,
+        "filters": filter_values(request, NodeFilterSet),
+        "backends": selectors.label_pool_backends(user=request.user),
+        **selectors.node_filter_choices(user=request.user),
+    }
+    return page_or_fragment(
+        request, "pools/label_pool_form.html", "pools/_label_pool_nodes.html", context, status=status
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@gate_answers
+def label_pool_delete(request, name: str):
+    """The pool, what still runs on it and a force checkbox; deleting removes its label from its nodes."""
+    pool = selectors.gpuctl_pool_detail(name, user=request.user)
+    if not can_update_config(request.user, ConfigType.POOL):
+        raise PermissionDenied("changing pools needs config:Update on config/POOL")
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            result = services.label_pool_delete(
+                name=name, actor=actor_of(request), force=bool(request.POST.get("force"))
+            )
+        except (ConfigError, InventoryError) as exc:
+            error, status = str(exc), 409 if isinstance(exc, Conflict) else 400
+        else:
+            messages.success(request, f"Pool {name} deleted; label removed from {len(result['unlabelled'])} node(s).")
+            return redirect("pools:overview")
+    return render(request, "pools/label_pool_delete.html", {"pool": pool, "error": error}, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@gate_answers
+def node_labels(request, name: str):
+    """A node's labels, and one label set (key, value, overwrite) or removed (delete) in its cluster."""
+    backend = request.GET.get("backend") or None
+    labels = selectors.node_labels(name, user=request.user, backend=backend)
+    form = {
+        "key": request.POST.get("key", "").strip(),
+        "value": request.POST.get("value", "").strip(),
+        "overwrite": bool(request.POST.get("overwrite")),
+        "delete": bool(request.POST.get("delete")),
+    }
+    error, status = "", 200
+    if request.method == "POST":
+        try:
+            services.node_label(
+                node=name,
+                key=form["key"],
+                value=None if form["delete"] else form["value"],
+                overwrite=form["overwrite"],
+                backend=labels["backend"],
+                actor=actor_of(request),
+            )
+        except (ConfigError, InventoryError) as exc:
+            error, status = str(exc), 400
+        else:
+            messages.success(request, f"node/{name}: {form['key']} {'removed' if form['delete'] else 'set'}.")
+            return redirect(reverse("pools:node-labels", args=[name]) + (f"?backend={backend}" if backend else ""))
+    can_label = allows(request.user, OPERATE_BACKEND, labels["backend"])
+    context = {"labels": labels, "form": form, "error": error, "can_label": can_label}
+    return render(request, "pools/node_labels.html", context, status=status)

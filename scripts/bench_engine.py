@@ -6,6 +6,7 @@ call and every per-node operand rendered and parsed again for every node. Pure e
 
     make bench            # or: .venv/bin/python scripts/bench_engine.py [--iterations N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,16 +130,20 @@ def main():
     args = workload()
     templates, rules, _, nodes = args
     verdict = engine_way(*args)
-    print(f"workload: {len(templates)} templates, {len(rules)} rules, {len(nodes)} nodes "
-          f"({sum(not n.available for n in nodes)} unavailable); verdict passed={verdict.passed}, "
-          f"{sum(n.passed for n in verdict.nodes)} nodes pass")
+    print(
+        f"workload: {len(templates)} templates, {len(rules)} rules, {len(nodes)} nodes "
+        f"({sum(not n.available for n in nodes)} unavailable); verdict passed={verdict.passed}, "
+        f"{sum(n.passed for n in verdict.nodes)} nodes pass"
+    )
     engine = measure(engine_way, args, options.iterations)
     naive = measure(naive_way, args, max(20, options.iterations // 10))
     print(f"{'way':<8} {'median ms':>10} {'p95 ms':>10}")
     print(f"{'engine':<8} {engine[0]:>10.2f} {engine[1]:>10.2f}")
     print(f"{'naive':<8} {naive[0]:>10.2f} {naive[1]:>10.2f}")
-    print(f"engine is {naive[0] / engine[0]:.0f}x faster than the naive way (median); target <= 5 ms: "
-          f"{'met' if engine[0] <= 5 else 'MISSED'}")
+    print(
+        f"engine is {naive[0] / engine[0]:.0f}x faster than the naive way (median); target <= 5 ms: "
+        f"{'met' if engine[0] <= 5 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

@@ -50,11 +50,16 @@ PURE = {
 
 @pytest.mark.parametrize("package", PURE)
 def test_pure_packages_import_no_django_and_nothing_of_the_apps(package):
-    assert offenders(
-        package,
-        lambda name: name.split(".")[0] in {"django", "rest_framework", "accounts", "celery"}
-        or (name.startswith("pools.") and not name.startswith(PURE[package])),
-    ) == []
+    assert (
+        offenders(
+            package,
+            lambda name: (
+                name.split(".")[0] in {"django", "rest_framework", "accounts", "celery"}
+                or (name.startswith("pools.") and not name.startswith(PURE[package]))
+            ),
+        )
+        == []
+    )
 
 
 def test_accounts_builds_on_the_engine_only_never_on_the_rest_of_pools():

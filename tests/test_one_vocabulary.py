@@ -16,8 +16,8 @@ from rest_framework.test import APIClient
 
 from accounts.access import SYSTEM
 from pools import selectors
-from pools.choices import NodeStatus, PoolStatus, ResourceType
-from pools.filtersets import NodeFilterSet, PoolFilterSet
+from pools.choices import NodePoolColumn, NodePoolStatus, NodeStatus, PoolStatus, ResourceType
+from pools.filtersets import NodeFilterSet, NodePoolFilterSet, PoolFilterSet
 
 
 def flag(name: str) -> str:
@@ -122,6 +122,37 @@ def test_overview_api_and_poolctl_list_the_same_pools_for_every_filter(fleet, wh
         assert [row["name"] for row in answered.json()["pools"]] == names, (name, value)
         printed = poolctl("--as", user.username, "pool", "list", flag(name), value, "--format", "json")
         assert [row["name"] for row in json.loads(printed)["pools"]] == names, (name, value)
+
+
+def node_pool_cases() -> list[tuple[str, str]]:
+    rows = selectors.node_pool_list(user=SYSTEM)
+    chosen = [
+        ("q", rows[0]["node_pool"][:5]),
+        ("name", rows[-1]["node_pool"]),
+        ("backend", rows[0]["backend"]),
+        ("label_key", "gpu-type"),
+        ("default", "true"),
+        ("default", "false"),
+        *(("status", status) for status in NodePoolStatus.values),
+        *(("sort", sort) for column in NodePoolColumn.values for sort in (column, f"-{column}")),
+    ]
+    assert {name for name, _ in chosen} == set(NodePoolFilterSet.base_filters), "a filter is not exercised"
+    return chosen
+
+
+@pytest.mark.parametrize("who", ["operator", "limited"])
+def test_the_node_pools_page_and_api_list_the_same_pools_for_every_filter(fleet, who):
+    import csv
+    import io
+
+    user = fleet[who]
+    page, api = clients(user)
+    for name, value in node_pool_cases():
+        shown = page.get("/node-pools/", {name: value, "format": "csv", "columns": "node_pool"})
+        assert shown.status_code == 200, (name, value)
+        names = [row[0] for row in csv.reader(io.StringIO(shown.content.decode()))][1:]
+        answered = api.get("/api/node_pools/", {name: value})
+        assert [row["node_pool"] for row in answered.json()["node_pools"]] == names, (name, value)
 
 
 def test_the_status_words_are_the_same_on_the_page_in_the_api_and_in_poolctl(fleet):

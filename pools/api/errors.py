@@ -22,6 +22,7 @@ from rest_framework.views import set_rollback
 from pools.choices import TYPE_LABELS, ConfigType
 from pools.engine.errors import AccessDenied, ConfigError, EngineError, NotFound, Problem, Stale
 from pools.engine.errors import Conflict as ServiceConflict
+from pools.inventory.records import InventoryError
 
 
 class ConfigProblems(exceptions.APIException):
@@ -143,6 +144,8 @@ def exception_handler(exc, context):
         exc = ConfigProblems(exc.problems)
     elif isinstance(exc, EngineError):
         exc = ConfigProblems([Problem("", str(exc))])
+    elif isinstance(exc, InventoryError):  # the cluster could not be read or written: nothing was changed
+        exc = ConfigProblems([Problem("", str(exc))], status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
 
     if not isinstance(exc, exceptions.APIException):
         return None

@@ -16,7 +16,7 @@ from typing import Any
 from rest_framework import serializers
 
 from accounts.models import SyncMode
-from pools.choices import BackendKind, ConfigType, NodeStatus, ResourceType
+from pools.choices import BackendKind, ConfigType, NodePoolStatus, NodeStatus, PlacementStrategy, ResourceType
 from pools.configs.fields import PLATFORM_DOCUMENT, POOL_DOCUMENT, backend_body, platform_body, pool_body, role_body
 from pools.engine.errors import ConfigError, Problem
 from pools.engine.validation import OPERATORS
@@ -89,6 +89,10 @@ class BackendSerializer(ConfigObjectSerializer):
     pool_label = serializers.CharField(required=False)
     priority_label = serializers.CharField(required=False)
     writable = serializers.BooleanField(required=False)
+    pool_label_key = serializers.CharField(required=False, help_text="node label of gpuctl pools (runwhere.ai/pool)")
+    default_pool = serializers.CharField(
+        required=False, allow_blank=True, help_text="the pool holding the nodes in no other pool of this backend"
+    )
     status = BackendStatusSerializer(read_only=True)
 
     read_body = staticmethod(backend_body)
@@ -113,9 +117,16 @@ def document_fields(document, **special: serializers.Field) -> dict[str, seriali
         "object": lambda help: serializers.DictField(child=serializers.JSONField(), required=False, help_text=help),
         "list": lambda help: serializers.ListField(child=serializers.JSONField(), required=False, help_text=help),
         "reference": lambda help: serializers.CharField(required=False, help_text=help),
+        "label": lambda help: serializers.DictField(child=serializers.CharField(), required=False, help_text=help),
         "resources": lambda help: serializers.DictField(child=serializers.JSONField(), required=False, help_text=help),
     }
-    return {field.name: special.get(field.name) or kinds[field.kind](field.help) for field in document}
+
+    def serializer_field(field) -> serializers.Field:
+        if field.kind == "choice":
+            return serializers.ChoiceField(choices=list(field.choices), required=False, help_text=field.help)
+        return kinds[field.kind](field.help)
+
+    return {field.name: special.get(field.name) or serializer_field(field) for field in document}
 
 
 PlatformBodySerializer = type(
@@ -453,6 +464,37 @@ class PoolQuotaListSerializer(serializers.Serializer):
     pools = PoolQuotaSerializer(many=True)
 
 
+class NodePoolSerializer(serializers.Serializer):
+    """One row of Run:ai's node-pools view (``choices.NodePoolColumn``): memory in bytes, GPUs and CPUs as
+    decimal numbers (fractions of GPUs added up, not rounded)."""
+
+    node_pool = serializers.CharField()
+    status = serializers.ChoiceField(choices=NodePoolStatus.choices)
+    label_key = serializers.CharField(allow_blank=True, help_text="empty for a pool its platforms define")
+    label_value = serializers.CharField(allow_blank=True)
+    nodes = serializers.IntegerField()
+    gpu_devices = serializers.FloatField(help_text="allocatable GPUs of the pool's nodes")
+    gpu_memory = serializers.IntegerField(help_text="bytes of GPU memory of the pool's nodes")
+    allocated_gpus = serializers.FloatField(help_text="GPU requests of the non-terminated pods on its nodes")
+    cpus = serializers.FloatField()
+    cpu_memory = serializers.IntegerField(help_text="bytes")
+    allocated_cpus = serializers.FloatField()
+    allocated_cpu_memory = serializers.IntegerField(help_text="bytes")
+    gpu_placement_strategy = serializers.ChoiceField(choices=PlacementStrategy.values)
+    cpu_placement_strategy = serializers.ChoiceField(choices=PlacementStrategy.values)
+    last_update = serializers.DateTimeField()
+    creation_time = serializers.DateTimeField()
+    workloads = serializers.IntegerField(help_text="non-terminated pods bound to the pool's nodes")
+    backend = serializers.CharField()
+    default = serializers.BooleanField(help_text="the backend's default pool (cannot be deleted)")
+
+
+class NodePoolListSerializer(serializers.Serializer):
+    """``{"node_pools": [...]}``."""
+
+    node_pools = NodePoolSerializer(many=True)
+
+
 class UsagePairSerializer(serializers.Serializer):
     """Used and capacity, used rounded up and capacity rounded down."""
 
@@ -501,3 +543,65 @@ class JobSerializer(serializers.Serializer):
     error = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
     created_by = serializers.CharField(allow_blank=True)
+
+
+# --- gpuctl's label pools (SEMANTICS §8.1) -------------------------------------------------------------------
+
+
+class GpuctlPoolNameSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=128)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class GpuctlNodeSerializer(serializers.Serializer):
+    gpu_type = serializers.CharField(required=False, allow_blank=True, help_text="set as runwhere.ai/gpu-type")
+
+
+class LabelPoolRequestSerializer(serializers.Serializer):
+    """A gpuctl ``kind: pool`` file as JSON, and where and how to apply it (the file is checked by the service)."""
+
+    kind = serializers.CharField(help_text="pool")
+    version = serializers.CharField(help_text="v0.1")
+    pool = GpuctlPoolNameSerializer()
+    nodes = serializers.DictField(
+        child=GpuctlNodeSerializer(), help_text='node name -> {"gpu-type": T} ("gpuType" accepted too)'
+    )
+    backend = serializers.CharField(required=False, help_text="default: the only writable kubernetes backend")
+    overwrite = serializers.BooleanField(required=False, default=False, help_text="move nodes of another pool")
+
+
+class LabelPoolResultSerializer(serializers.Serializer):
+    pool = serializers.CharField()
+    backend = serializers.CharField()
+    labelled = serializers.ListField(child=serializers.CharField(), help_text="nodes whose labels changed")
+    unchanged = serializers.ListField(child=serializers.CharField(), help_text="nodes already labelled")
+
+
+class PoolJobSerializer(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    user = serializers.CharField()
+    gpu = serializers.FloatField()
+    phase = serializers.CharField()
+    node = serializers.CharField()
+    age_seconds = serializers.IntegerField(allow_null=True)
+
+
+class LabelPoolDeleteResultSerializer(serializers.Serializer):
+    pool = serializers.CharField()
+    unlabelled = serializers.ListField(child=serializers.CharField(), help_text="nodes whose pool label was removed")
+    workloads = PoolJobSerializer(many=True, help_text="what still runs (with force); nothing is terminated")
+
+
+class NodeLabelsSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    backend = serializers.CharField()
+    labels = serializers.DictField(child=serializers.CharField(allow_blank=True))
+
+
+class NodeLabelChangeRequestSerializer(serializers.Serializer):
+    """One label to set (``value``) or remove (``value: null``), like ``kubectl label``."""
+
+    key = serializers.CharField(max_length=317)
+    value = serializers.CharField(max_length=63, allow_null=True, allow_blank=True)
+    overwrite = serializers.BooleanField(required=False, default=False)

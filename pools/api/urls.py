@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from . import users, views
+from . import label_pools, users, views
 
 app_name = "api"
 
@@ -39,6 +39,7 @@ urlpatterns = [
     ),
     path("pool_quota/", views.PoolQuotaView.as_view(), name="pool-quota"),
     path("resources/", views.ResourceListView.as_view(), name="resources"),
+    path("node_pools/", views.NodePoolListView.as_view(), name="node-pools"),
     path("configs/history/", views.ConfigHistoryView.as_view(), name="config-history"),
     path("configs/import/", views.ConfigImportView.as_view(), name="config-import"),
     path("configs/<str:config_type>/", views.ConfigDocumentView.as_view(), name="config-document"),
@@ -55,6 +56,10 @@ urlpatterns = [
     path("users/<str:username>/", users.UserDetailView.as_view(), name="user-detail"),
     path("users/<str:username>/roles/", users.UserRolesView.as_view(), name="user-roles"),
     path("users/<str:username>/tokens/", users.UserTokensView.as_view(), name="user-tokens"),
+    # gpuctl's pool workflow (SEMANTICS §8.1)
+    path("label_pools/", label_pools.LabelPoolListView.as_view(), name="label-pool-list"),
+    path("label_pools/<str:name>/", label_pools.LabelPoolDetailView.as_view(), name="label-pool-detail"),
+    path("nodes/<str:name>/labels/", label_pools.NodeLabelsView.as_view(), name="node-labels"),
     path("", include(router.urls)),
     re_path(r"^[\s\S]*$", views.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
 ]

@@ -680,6 +680,23 @@ class ResourceListView(ApiView, GenericAPIView):
         return Response({"resources": rows})
 
 
+class NodePoolListView(ApiView, GenericAPIView):
+    """Run:ai's node-pools view: one row per pool with its nodes' numbers (the ``/node-pools/`` page's rows)."""
+
+    pagination_class = None
+    filter_backends = []
+
+    @extend_schema(
+        summary="Node pools (Run:ai's view)",
+        parameters=filter_parameters(filtersets.NodePoolFilterSet),
+        responses=serializers.NodePoolListSerializer,
+    )
+    def get(self, request):
+        with service_errors():
+            rows = selectors.node_pool_list(user=request.user, filters=request.query_params)
+        return Response(serializers.NodePoolListSerializer({"node_pools": rows}).data)
+
+
 # --- config documents, history, diff, tags, rollback ------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ entry point. Nothing here queries the database, except reading a saved pool's pl
 - ``state``: references between objects
 - ``values``: what people type (config types, revision numbers, ``KEY=VALUE``)
 - ``versions``: ETags and merge patches
+- ``gpuctl``: gpuctl's ``kind: pool`` files
 """
 
 from .fields import (
@@ -27,7 +28,8 @@ from .fields import (
     whole_number_problem,
 )
 from .files import parse_document, read_document, split_document
-from .state import pool_references, users_of, validate_state
+from .gpuctl import gpuctl_file_parse
+from .state import default_pool_of, pool_references, users_of, validate_state
 from .values import (
     INT32_MAX,
     parse_assignments,

@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..choices import TYPE_LABELS, BackendKind, ConfigType
+from ..choices import TYPE_LABELS, BackendKind, ConfigType, PlacementStrategy
 from ..engine.errors import ConfigError, EngineError, Problem
 from ..engine.identity import SYNC_MODES
+from ..engine.labels import label_key_problem, label_value_problem
 from ..engine.policy import parse_policies, policies_from_legacy_actions
 from ..engine.quantities import parse_duration
 from ..engine.validation import parse_rules
@@ -44,7 +45,10 @@ BACKEND_FIELDS = (
     "pool_label",
     "priority_label",
     "writable",
+    "pool_label_key",
+    "default_pool",
 )
+DEFAULT_POOL_LABEL_KEY = "runwhere.ai/pool"
 ROLE_FIELDS = ("description", "policies", "external_roles", "sync_mode", "immutable")
 
 
@@ -188,7 +192,15 @@ def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
         "pool_label": reader.string("pool_label", "osmo.pool", max_length=253) or "osmo.pool",
         "priority_label": reader.string("priority_label", "osmo.priority", max_length=253) or "osmo.priority",
         "writable": reader.boolean("writable"),
+        "pool_label_key": reader.string("pool_label_key", DEFAULT_POOL_LABEL_KEY, max_length=317)
+        or DEFAULT_POOL_LABEL_KEY,
+        "default_pool": reader.string("default_pool", max_length=128),
     }
+    problem = label_key_problem(normalized["pool_label_key"])
+    if problem:
+        reader.fail("pool_label_key", problem)
+    if normalized["default_pool"]:
+        reader.problems.extend(check_name(normalized["default_pool"], reader.path("default_pool")))
     if normalized["writable"] and kind != BackendKind.KUBERNETES:
         reader.fail("writable", "only a kubernetes backend can be writable")
     if normalized["source"] and kind in (BackendKind.FILE, BackendKind.SIMULATED):
@@ -228,14 +240,16 @@ def normalize_resource_validation(body: Any, where: str, name: str) -> tuple[lis
 class Field:
     """One field of a config document: its name, what kind of value it holds, and a word of help.
 
-    Kinds: ``text``, ``duration`` (text such as ``2h``), ``flag`` (true/false), ``names`` (ordered names of
-    other objects), ``variables`` (name → scalar), ``object`` and ``list`` (kept as given), and the three a
-    document reads its own way: ``reference`` (the backend's name), ``resources`` and ``platforms``.
+    Kinds: ``text``, ``duration`` (text such as ``2h``), ``flag`` (true/false), ``choice`` (one of ``choices``),
+    ``names`` (ordered names of other objects), ``variables`` (name → scalar), ``object`` and ``list`` (kept
+    as given), and the four a document reads its own way: ``reference`` (the backend's name), ``label`` (a
+    label pool's ``{key, value}``), ``resources`` and ``platforms``.
     """
 
     name: str
     kind: str
     help: str = ""
+    choices: tuple[str, ...] = ()
 
 
 # A platform's fields, in the order bodies show them (``pool.platforms.<name>``).
@@ -253,6 +267,7 @@ PLATFORM_DOCUMENT = (
 POOL_DOCUMENT = (
     Field("description", "text"),
     Field("backend", "reference", "backend name (default: 'default')"),
+    Field("node_label", "label", "{key, value}: the pool is the nodes carrying this label (gpuctl, Run:ai)"),
     Field("default_platform", "text", "one of the pool's platforms; empty for none"),
     Field("enable_maintenance", "flag", "no new workloads while on"),
     Field("common_default_variables", "variables", "name → value for every platform"),
@@ -263,6 +278,10 @@ POOL_DOCUMENT = (
     Field("action_permissions", "object"),
     Field("resources", "resources", '{"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}'),
     Field("topology_keys", "list"),
+    *(
+        Field(f"{resource}_placement_strategy", "choice", "binpack or spread", tuple(PlacementStrategy.values))
+        for resource in ("gpu", "cpu")
+    ),
     Field("platforms", "platforms", "platform name → platform"),
 )
 PLATFORM_FIELDS = {field.name for field in PLATFORM_DOCUMENT}
@@ -279,8 +298,41 @@ _READERS = {
 }
 
 
+def _read_choice(reader: _Reader, field: Field) -> str:
+    value = reader.string(field.name, field.choices[0]) or field.choices[0]
+    if value not in field.choices:
+        reader.fail(field.name, f"'{value}' is not one of {', '.join(field.choices)}")
+        return field.choices[0]
+    return value
+
+
 def _read_plain(reader: _Reader, document) -> dict:
-    return {field.name: _READERS[field.kind](reader, field.name) for field in document if field.kind in _READERS}
+    values = {field.name: _READERS[field.kind](reader, field.name) for field in document if field.kind in _READERS}
+    values.update({field.name: _read_choice(reader, field) for field in document if field.kind == "choice"})
+    return values
+
+
+def normalize_node_label(reader: _Reader) -> dict:
+    """A label pool's ``{key, value}`` (``{}`` for none); ``"key=value"`` is accepted as well."""
+    label = reader.body.get("node_label")
+    if label in (None, "", {}):
+        return {}
+    if isinstance(label, str) and "=" in label:
+        key, _, value = label.partition("=")
+        label = {"key": key, "value": value}
+    if not isinstance(label, dict) or set(label) - {"key", "value"}:
+        reader.fail("node_label", 'must be {"key": ..., "value": ...} or "key=value"')
+        return {}
+    key, value = label.get("key"), label.get("value", "")
+    problem = label_key_problem(key)
+    if problem:
+        reader.fail("node_label.key", problem)
+        return {}
+    problem = label_value_problem(value)
+    if problem:
+        reader.fail("node_label.value", problem)
+        return {}
+    return {"key": key, "value": value}
 
 
 def normalize_platform(body: Any, where: str) -> tuple[dict, list[Problem]]:
@@ -316,6 +368,7 @@ def normalize_pool(body: Any, where: str, name: str) -> tuple[dict, list[Problem
     plain = _read_plain(reader, POOL_DOCUMENT)
     special = {
         "backend": reader.string("backend", "default") or "default",
+        "node_label": normalize_node_label(reader),
         "resources": normalize_gpu_resources(reader),
         "platforms": {},
     }

@@ -1,5 +1,4 @@
-"""Rules that span objects: what a pool refers to, who uses an object, and that every reference resolves.
-"""
+"""Rules that span objects: what a pool refers to, who uses an object, and that every reference resolves."""
 
 from __future__ import annotations
 
@@ -36,9 +35,47 @@ def users_of(state: dict, config_type: ConfigType, name: str) -> list[str]:
     )
 
 
+def default_pool_of(state: dict, pool_name: str) -> str | None:
+    """The backend whose ``default_pool`` is ``pool_name``, or None."""
+    for backend_name, backend in sorted(state.get(ConfigType.BACKEND, {}).items()):
+        if backend.get("default_pool") == pool_name:
+            return backend_name
+    return None
+
+
 def validate_state(state: dict) -> None:
-    """Check the rules that span objects: every reference from a pool names an existing object."""
+    """Check the rules that span objects: every reference from a pool names an existing object, a backend's
+    default pool is one of its pools, and no two pools of a backend are defined by the same node label.
+    """
     problems = []
+    pools = state.get(ConfigType.POOL, {})
+    for backend_name, backend in sorted(state.get(ConfigType.BACKEND, {}).items()):
+        default = backend.get("default_pool")
+        if not default:
+            continue
+        if default not in pools:
+            problems.append(Problem(f"backend '{backend_name}'.default_pool", f"pool '{default}' does not exist"))
+        elif pools[default]["backend"] != backend_name:
+            problems.append(
+                Problem(
+                    f"backend '{backend_name}'.default_pool",
+                    f"pool '{default}' belongs to backend '{pools[default]['backend']}', not to this one",
+                )
+            )
+    labels: dict[tuple[str, str, str], str] = {}
+    for pool_name, pool in sorted(pools.items()):
+        label = pool.get("node_label")
+        if not label:
+            continue
+        owner = labels.setdefault((pool["backend"], label["key"], label["value"]), pool_name)
+        if owner != pool_name:
+            problems.append(
+                Problem(
+                    f"pool '{pool_name}'.node_label",
+                    f"pool '{owner}' of backend '{pool['backend']}' is already the pool of "
+                    f"{label['key']}={label['value']}",
+                )
+            )
     for pool_name, pool in sorted(state.get(ConfigType.POOL, {}).items()):
         for ref_type, refs in pool_references(pool).items():
             existing = state.get(ref_type, {})

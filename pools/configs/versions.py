@@ -1,5 +1,4 @@
-"""Versions of a config object: the ETag of its canonical body and JSON Merge Patch (RFC 7386).
-"""
+"""Versions of a config object: the ETag of its canonical body and JSON Merge Patch (RFC 7386)."""
 
 from __future__ import annotations
 

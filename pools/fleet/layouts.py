@@ -1,4 +1,4 @@
-"""Named fleets: the demo's five backends, and a cluster divided into pools by node labels for the benchmarks.
+"""Named fleets: the demo's six backends, and a cluster divided into pools by node labels for the benchmarks.
 
 The demo's node names, counts and special nodes are documented in ``pools/demo/README.md``; the pod templates of
 ``pools/demo/config.yaml`` select these nodes by the labels and taints given here, and every platform there
@@ -15,6 +15,7 @@ from pools.inventory.records import paused_gc
 from .catalogue import (
     A10G_G5,
     CPU_64,
+    CPU_96,
     CPU_SYSTEM,
     DGX_A100,
     DGX_A100_MIG,
@@ -23,6 +24,7 @@ from .catalogue import (
     DGX_H100,
     DGX_H200,
     GB200_TRAY,
+    L40_OVX,
     L40_SIMULATION,
     L40S_4X,
     PRODUCT_LABEL,
@@ -99,6 +101,16 @@ DEMO_BACKENDS: dict[str, tuple[Site, tuple[Group, ...]]] = {
                 labelled(kind_of("m6i.4xlarge"), **{"eks.amazonaws.com/nodegroup": "dev-cpu"}),
                 special={4: "cordoned"},
             ),
+        ),
+    ),
+    # Run:ai-style: node pools are node labels (gpu-type=...), the rest falls into the backend's default pool.
+    "runai-cluster-01": (
+        Site("dc-reno", ("rno1-row-a", "rno1-row-b"), "metal://reno"),
+        (
+            Group("l40s-r", 4, labelled(L40S_4X, **{"gpu-type": "L40S"}), "rno1-row-a"),
+            Group("a10g-r", 3, labelled(A10G_G5, **{"gpu-type": "A10G"}), "rno1-row-b", {3: "cordoned"}),
+            Group("l40-r", 2, L40_OVX, "rno1-row-b"),
+            Group("cpu-r", 2, CPU_96),
         ),
     ),
     "default": (

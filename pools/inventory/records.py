@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +24,11 @@ from pools.engine.quantities import parse_quantity
 GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# Where a node's GPU type is read, first found wins (SEMANTICS §8): GPU Feature Discovery, then the labels
+# clusters without it set by hand (gpuctl's ``runwhere.ai/gpu-type`` among them).
+GPU_TYPE_LABELS = (GPU_PRODUCT_LABEL, "nvidia.com/gpu-type", "nvidia.com/gpuType", "runwhere.ai/gpu-type")
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB per GPU (GPU Feature Discovery)
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 PREEMPTIBLE_PRIORITY = "LOW"
 
@@ -87,10 +93,26 @@ class NodeRecord:
     mig_devices: dict
     gpu_replicas: int
     resource_version: str = ""
+    address: str = ""
 
     @property
     def gpu_product(self) -> str:
-        return self.labels.get(GPU_PRODUCT_LABEL, "")
+        return gpu_type(self.labels)
+
+    @property
+    def gpu_memory(self) -> int:
+        """Bytes of GPU memory on the node: GFD's per-GPU MiB times its physical GPUs (0 when unlabelled)."""
+        try:
+            per_gpu = int(self.labels.get(GPU_MEMORY_LABEL) or 0)
+        except ValueError:
+            return 0
+        try:
+            count = int(self.labels.get(GPU_COUNT_LABEL) or 0)
+        except ValueError:
+            count = 0
+        if not count:
+            count = int(self.gpu / self.gpu_replicas) if self.gpu_replicas else int(self.gpu)
+        return max(0, per_gpu) * count * 2**20
 
     def node_fields(self) -> dict:
         """The Node model's synced fields."""
@@ -101,6 +123,7 @@ class NodeRecord:
             "unschedulable": self.unschedulable,
             "allocatable": self.allocatable,
             "gpu_product": self.gpu_product,
+            "gpu_memory": self.gpu_memory,
             "cpu": self.cpu,
             "memory": self.memory,
             "storage": self.storage,
@@ -108,6 +131,7 @@ class NodeRecord:
             "mig_devices": self.mig_devices,
             "gpu_replicas": self.gpu_replicas,
             "resource_version": self.resource_version,
+            "address": self.address,
         }
 
 
@@ -125,6 +149,7 @@ class PodRecord:
     gpu: Decimal
     mig_devices: dict = field(default_factory=dict)
     resource_version: str = ""
+    created: str = ""  # metadata.creationTimestamp, as the API server writes it
 
     def pod_fields(self, pool_label: str, priority_label: str) -> dict:
         """The Pod model's synced fields; the pool and priority come from the backend's label keys."""
@@ -141,6 +166,7 @@ class PodRecord:
             "gpu": self.gpu,
             "mig_devices": self.mig_devices,
             "resource_version": self.resource_version,
+            "created": parse_timestamp(self.created),
         }
 
 
@@ -194,6 +220,34 @@ def _string_map(value: Any) -> dict:
     return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
 
+def parse_timestamp(text: str) -> datetime | None:
+    """An RFC 3339 time as the API server writes it (``2026-01-02T03:04:05Z``), or None."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def node_address(status: dict) -> str:
+    """A node's ``InternalIP`` (else its first address), as ``kubectl get nodes -o wide`` shows it."""
+    addresses = [a for a in status.get("addresses") or [] if isinstance(a, dict) and a.get("address")]
+    for address in addresses:
+        if address.get("type") == "InternalIP":
+            return str(address["address"])[:64]
+    return str(addresses[0]["address"])[:64] if addresses else ""
+
+
+def gpu_type(labels: dict) -> str:
+    """A node's GPU type from its labels (``GPU_TYPE_LABELS``), or ``""``."""
+    for key in GPU_TYPE_LABELS:
+        if labels.get(key):
+            return labels[key]
+    return ""
+
+
 def node_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = False) -> NodeRecord | None:
     """A NodeRecord from a Kubernetes Node object, or None (with a warning) if it has no name."""
     metadata = obj.get("metadata") if isinstance(obj, dict) else None
@@ -244,6 +298,7 @@ def node_record(obj: Any, warnings: list[str], *, trust_resource_version: bool =
         mig_devices=mig,
         gpu_replicas=replicas if replicas > 1 else 0,
         resource_version=object_version(obj, trust_resource_version=trust_resource_version),
+        address=node_address(status),
     )
 
 
@@ -280,6 +335,7 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
             if resource.startswith(MIG_PREFIX) and amount > 0
         },
         resource_version=object_version(obj, trust_resource_version=trust_resource_version),
+        created=str(metadata.get("creationTimestamp") or ""),
     )
 
 

@@ -37,6 +37,14 @@ KINDS = ("nodes", "pods")
 NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
 
 
+class NodeChanged(InventoryError):
+    """A patch carried a node's resourceVersion and the node changed since (HTTP 409)."""
+
+
+class NodeGone(InventoryError):
+    """The node does not exist in the cluster (HTTP 404)."""
+
+
 class WatchExpired(InventoryError):
     """The watch's resourceVersion is too old (HTTP 410); the caller must list again."""
 
@@ -135,6 +143,10 @@ class KubernetesSource:
         except ApiException as exc:
             if exc.status == 410:
                 raise WatchExpired(f"{what}: resource version expired") from None
+            if exc.status == 409:
+                raise NodeChanged(f"{what}: it changed meanwhile (HTTP 409 Conflict)") from None
+            if exc.status == 404:
+                raise NodeGone(f"{what}: it does not exist (HTTP 404)") from None
             raise InventoryError(f"{what} at {self.host} failed: HTTP {exc.status} {exc.reason}") from None
         except (HTTPError, OSError) as exc:
             raise InventoryError(f"cannot reach the Kubernetes API at {self.host} ({what}): {_reason(exc)}") from None
@@ -170,10 +182,32 @@ class KubernetesSource:
         """One cheap request, to show the API server is reachable while a quiet watch brings no events."""
         self._call("checking the API server", self.api.list_node, limit=1).release_conn()
 
-    def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> dict:
-        """Set labels on a node (``None`` removes one) with a merge patch; returns the updated Node object."""
+    def list_nodes(self) -> list[dict]:
+        """Every node of the cluster, read now (paginated, narrowly decoded: names, labels, versions, status)."""
+        inventory = Inventory(trusted_versions=True)
+        self._list("nodes", inventory)
+        return inventory.nodes
+
+    def read_node(self, name: str) -> dict:
+        """One node as the API server has it now (NodeGone when it does not exist)."""
+        response = self._call(f"reading node {name}", self.api.read_node, name=name)
+        return json.loads(response.data)
+
+    def patch_node_labels(self, name: str, labels: Mapping[str, str | None], *, resource_version: str = "") -> dict:
+        """Set labels on a node (``None`` removes one) with a JSON merge patch; returns the updated Node object.
+
+        With ``resource_version`` the API server applies it only to that version of the node (optimistic
+        concurrency): NodeChanged (409) when it changed since, NodeGone (404) when it was deleted.
+        """
+        metadata: dict = {"labels": dict(labels)}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version
         response = self._call(
-            f"labelling node {name}", self.api.patch_node, name=name, body={"metadata": {"labels": dict(labels)}}
+            f"labelling node {name}",
+            self.api.patch_node,
+            name=name,
+            body={"metadata": metadata},
+            _content_type="application/merge-patch+json",
         )
         return json.loads(response.data)
 

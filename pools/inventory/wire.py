@@ -23,6 +23,12 @@ class _Meta(msgspec.Struct, omit_defaults=True):
     uid: str = ""
     resourceVersion: str = ""  # noqa: N815 - Kubernetes' field name
     labels: dict[str, str] | None = None
+    creationTimestamp: str = ""  # noqa: N815
+
+
+class _Address(msgspec.Struct, omit_defaults=True):
+    type: str = ""
+    address: str = ""
 
 
 class _Taint(msgspec.Struct, omit_defaults=True):
@@ -47,6 +53,7 @@ class _NodeStatus(msgspec.Struct, omit_defaults=True):
     allocatable: dict[str, Quantity] | None = None
     capacity: dict[str, Quantity] | None = None
     conditions: list[_Condition] | None = None
+    addresses: list[_Address] | None = None
 
 
 class _Node(msgspec.Struct, omit_defaults=True):

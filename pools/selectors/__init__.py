@@ -4,7 +4,9 @@
 - ``pools``: one pool, its platforms and what each renders
 - ``inventory``: backends, nodes, pods, the node table, node checks
 - ``capacity``: GPU accounting per pool, node summaries, usage series
+- ``nodepools``: Run:ai's node-pools view (nodes, GPUs, CPUs and workloads per pool)
 - ``access``: roles, their reach, the profile
+- ``gpuctl``: gpuctl's pool and node listings, node labels, the workloads holding a pool
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
 operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
@@ -37,6 +39,15 @@ from .configs import (
     revision_summary,
     snapshot_diff,
 )
+from .gpuctl import (
+    gpuctl_node_detail,
+    gpuctl_nodes,
+    gpuctl_pool_detail,
+    gpuctl_pools,
+    label_pool_backends,
+    node_labels,
+    pool_jobs,
+)
 from .inventory import (
     NodeTableRow,
     backend_get,
@@ -57,6 +68,7 @@ from .inventory import (
     resource_numbers,
     resource_rows,
 )
+from .nodepools import NODE_POOL_SUMS, node_pool_list
 from .pools import (
     DEFAULT_PLATFORM,
     draft_render,

@@ -21,6 +21,7 @@ from ..engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_account
 from ..engine.permissions import VIEW_POOL
 from ..filtersets import PoolFilterSet, filtered
 from ..models import (
+    Backend,
     Node,
     Pool,
     PoolPodUsage,
@@ -35,7 +36,8 @@ from .pools import pool_status
 class NodeGroup:
     """Nodes of one backend that share their placements, availability, cordoning and GPU product, summed.
 
-    ``free`` adds up ``max(0, gpu - used)`` node by node. Every node with a placement is in exactly one group.
+    ``free`` adds up ``max(0, gpu - used)`` node by node; ``used`` and the other sums are plain sums of the node
+    columns (``pods``: non-terminated pods bound to them). Every node with a placement is in exactly one group.
     """
 
     placements: tuple[tuple[int, str], ...]
@@ -45,10 +47,32 @@ class NodeGroup:
     nodes: int
     gpu: Decimal
     free: Decimal
+    used: Decimal = Decimal(0)
+    gpu_memory: int = 0
+    cpu: Decimal = Decimal(0)
+    cpu_used: Decimal = Decimal(0)
+    memory: int = 0
+    memory_used: int = 0
+    pods: int = 0
 
     @property
     def pool_ids(self) -> frozenset[int]:
         return frozenset(pool_id for pool_id, _ in self.placements)
+
+
+# What ``node_groups`` adds up per group, by ``NodeGroup`` field.
+GROUP_SUMS = {
+    "nodes": Count("id"),
+    "gpu": Sum("gpu"),
+    "free": Sum(NODE_FREE_GPUS),
+    "used": Sum("gpu_used"),
+    "gpu_memory": Sum("gpu_memory"),
+    "cpu": Sum("cpu"),
+    "cpu_used": Sum("cpu_used"),
+    "memory": Sum("memory"),
+    "memory_used": Sum("memory_used"),
+    "pods": Sum("pods"),
+}
 
 
 def node_groups(backend_ids: Iterable[int]) -> list[NodeGroup]:
@@ -62,39 +86,55 @@ def node_groups(backend_ids: Iterable[int]) -> list[NodeGroup]:
         .exclude(placements="")
         .order_by()
         .values("placements", "available", "unschedulable", "gpu_product")
-        .annotate(count=Count("id"), gpus=Sum("gpu"), free_gpus=Sum(NODE_FREE_GPUS))
-        .values_list("placements", "available", "unschedulable", "gpu_product", "count", "gpus", "free_gpus")
+        .annotate(**{f"sum_{name}": aggregate for name, aggregate in GROUP_SUMS.items()})
     )
     return [
         NodeGroup(
-            placements=tuple(placements_pairs(placements)),
-            available=available,
-            cordoned=unschedulable,
-            product=product,
-            nodes=nodes,
-            gpu=gpu,
-            free=free,
+            placements=tuple(placements_pairs(row["placements"])),
+            available=row["available"],
+            cordoned=row["unschedulable"],
+            product=row["gpu_product"],
+            **{name: row[f"sum_{name}"] or 0 for name in GROUP_SUMS},
         )
-        for placements, available, unschedulable, product, nodes, gpu, free in rows
+        for row in rows
     ]
 
 
-def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
+def node_based_pools(pools: Iterable[dict], backend_ids: Iterable[int]) -> set[int]:
+    """Ids of the pools whose usage is what runs on their nodes (SEMANTICS §8): label pools and default pools.
+
+    ``pools`` are rows with ``id``, ``name``, ``backend_id`` and ``node_label``.
+    """
+    defaults = set(
+        Backend.objects.filter(id__in=list(backend_ids)).exclude(default_pool="").values_list("id", "default_pool")
+    )
+    return {pool["id"] for pool in pools if pool["node_label"] or (pool["backend_id"], pool["name"]) in defaults}
+
+
+def pool_gpu_summary(backend_ids: Iterable[int], groups: list[NodeGroup] | None = None) -> dict[int, PoolGpu]:
     """GPU accounting (SEMANTICS.md §6) for every pool of these backends, by pool id, in three queries.
 
     Reads the usage sync keeps on nodes and in ``PoolPodUsage``, never the pods themselves. The engine
     receives one stand-in node per ``node_groups`` row instead of every node: each real node is in exactly
     one group, so node sets, capacity and free GPUs come out the same (``tests/test_pool_summary.py``).
+    ``groups`` are these backends' ``node_groups`` when the caller has read them already.
     """
     backend_ids = set(backend_ids)
-    pools = list(Pool.objects.filter(backend_id__in=backend_ids).values("id", "name", "backend_id", "resources"))
+    if groups is None:
+        groups = node_groups(backend_ids)
+    pools = list(
+        Pool.objects.filter(backend_id__in=backend_ids).values("id", "name", "backend_id", "resources", "node_label")
+    )
+    node_based = node_based_pools(pools, backend_ids)
     nodes: dict[str, NodeGpu] = {}
     members = defaultdict(set)
-    for index, group in enumerate(node_groups(backend_ids)):
+    node_usage: dict[int, Decimal] = defaultdict(Decimal)
+    for index, group in enumerate(groups):
         key = f"group-{index}"
         nodes[key] = NodeGpu(name=key, capacity=group.gpu, used=group.gpu - group.free, available=group.available)
         for pool_id in group.pool_ids:
             members[pool_id].add(key)
+            node_usage[pool_id] += group.used
     usage = {
         (backend_id, pool_name): (gpu, quota)
         for backend_id, pool_name, gpu, quota in PoolPodUsage.objects.filter(backend_id__in=backend_ids).values_list(
@@ -103,7 +143,11 @@ def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
     }
     inputs = []
     for pool in pools:
-        gpu, quota = usage.get((pool["backend_id"], pool["name"]), (Decimal(0), Decimal(0)))
+        if pool["id"] in node_based:
+            # What runs on its nodes, whatever the pods' labels; none of it is marked preemptible.
+            gpu = quota = node_usage[pool["id"]]
+        else:
+            gpu, quota = usage.get((pool["backend_id"], pool["name"]), (Decimal(0), Decimal(0)))
         inputs.append(
             PoolGpuInput(
                 name=str(pool["id"]),
@@ -117,12 +161,19 @@ def pool_gpu_summary(backend_ids: Iterable[int]) -> dict[int, PoolGpu]:
 
 
 def pool_list(
-    *, user, names: Iterable[str] | None = None, filters: Mapping | None = None, with_ids: bool = False
+    *,
+    user,
+    names: Iterable[str] | None = None,
+    filters: Mapping | None = None,
+    with_ids: bool = False,
+    with_nodes: bool = False,
 ) -> list[dict]:
     """The rows of the overview, ``poolctl pool list`` and ``/api/pool-quota/``: status, node set and GPU
     numbers per pool, filtered as ``PoolFilterSet`` says (its errors raise ``ConfigError``).
 
-    ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples).
+    ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples); ``with_nodes`` adds
+    ``id``, ``created_at``, ``default`` (its backend's default pool) and ``node_count`` (gpuctl's listing),
+    from the same read of the nodes.
     """
     filterset = filtered(PoolFilterSet, filters, Pool.objects.select_related("backend").order_by("name"))
     pools = filterset.qs
@@ -135,7 +186,14 @@ def pool_list(
     visible = set(access.visible(user, VIEW_POOL, id_names.values()))
     pools = [pool for pool in pools if pool.name in visible]
     id_names = {key: name for key, name in id_names.items() if name in visible}
-    summary = pool_gpu_summary({pool.backend_id for pool in pools})
+    backend_ids = {pool.backend_id for pool in pools}
+    groups = node_groups(backend_ids)
+    summary = pool_gpu_summary(backend_ids, groups)
+    node_counts: dict[int, int] = defaultdict(int)
+    if with_nodes:
+        for group in groups:
+            for pool_id in group.pool_ids:
+                node_counts[pool_id] += group.nodes
     now = timezone.now()
     rows = []
     for pool in pools:
@@ -152,6 +210,16 @@ def pool_list(
                 "node_set": sorted(id_names[int(key)] for key in gpu.node_set if int(key) in id_names),
                 "gpu": gpu.as_dict(),
                 **({"backend_id": pool.backend_id} if with_ids else {}),
+                **(
+                    {
+                        "id": pool.pk,
+                        "created_at": pool.created_at,
+                        "default": pool.backend.default_pool == pool.name,
+                        "node_count": node_counts[pool.pk],
+                    }
+                    if with_nodes
+                    else {}
+                ),
             }
         )
     if filterset.form.cleaned_data.get("free"):

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..choices import PoolStatus
 from ..engine.errors import ConfigError, EngineError, NotFound
+from ..engine.labels import node_label_template
 from ..engine.variables import render_pod_template, resolve_variables
 from ..models import (
     Backend,
@@ -17,6 +18,8 @@ from ..models import (
 )
 
 DEFAULT_PLATFORM = "default"
+# The name a label pool's selector goes by among the templates it merges.
+NODE_LABEL_LAYER = "node_label"
 
 
 def pool_get(name: str, *, user) -> Pool:
@@ -62,13 +65,24 @@ def platform_variables(pool: Pool, platform_name: str, platform, user_values: di
     )
 
 
+def template_layers(node_label: dict | None, names: list[str], templates: dict) -> list[tuple[str, dict]]:
+    """What a platform merges, in order: its pool's node label as a first template (SEMANTICS §8), then the
+    named templates. Raises ConfigError naming the first template that does not exist.
+    """
+    missing = [name for name in names if name not in templates]
+    if missing:
+        raise ConfigError(f"pod template '{missing[0]}' does not exist")
+    label = node_label_template(node_label)
+    return ([(NODE_LABEL_LAYER, label)] if label else []) + [(name, templates[name]) for name in names]
+
+
 def _render_platform(pool: Pool, platform_name: str, platform, variables: dict, templates: dict) -> dict:
     names = platform_template_names(pool, platform)
     missing = [name for name in names if name not in templates]
     if missing:
         raise ConfigError(f"pool '{pool.name}' names pod template '{missing[0]}', which does not exist")
     try:
-        return render_pod_template([(name, templates[name]) for name in names], variables)
+        return render_pod_template(template_layers(pool.node_label, names, templates), variables)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -124,9 +138,10 @@ def draft_render(*, pool_name: str, pool: dict, templates: dict[str, Any], user_
     results = {}
     for platform_name, platform in platforms.items():
         names = list(pool.get("common_pod_template") or []) + list((platform or {}).get("override_pod_template") or [])
-        missing = [name for name in names if name not in templates]
-        if missing:
-            results[platform_name] = {"error": f"pod template '{missing[0]}' does not exist", "templates": names}
+        try:
+            layers = template_layers(pool.get("node_label"), names, templates)
+        except ConfigError as exc:
+            results[platform_name] = {"error": str(exc), "templates": names}
             continue
         variables = resolve_variables(
             pool=pool_name,
@@ -136,7 +151,7 @@ def draft_render(*, pool_name: str, pool: dict, templates: dict[str, Any], user_
             user_values=user_values,
         )
         try:
-            rendered = render_pod_template([(name, templates[name]) for name in names], variables)
+            rendered = render_pod_template(layers, variables)
         except EngineError as exc:
             results[platform_name] = {"error": str(exc), "templates": names}
             continue

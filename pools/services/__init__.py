@@ -1,7 +1,8 @@
 """Every write to the pool domain, by concern; callers import from here (``from pools import services``).
 
 - ``config``: config changes, history, rollback, tags, built-ins, generated pool roles
-- ``inventory``: membership, full sync, watch events, leases, node labels
+- ``inventory``: membership, full sync, watch events, leases
+- ``labels``: gpuctl's label pools and node labels, written to the cluster (all or nothing)
 - ``usage``: usage samples and their compaction
 - ``demo``: the demo of ``make run``
 """
@@ -35,10 +36,10 @@ from .inventory import (
     lease_owner,
     lease_release,
     membership_recompute,
-    node_label,
     usage_refresh,
     watch_events_apply,
 )
+from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, writable_backend
 from .usage import usage_history_compact, usage_sample_record
 
 __all__ = [
@@ -54,6 +55,10 @@ __all__ = [
     "backend_to_sync",
     "backend_watch",
     "builtins_restore",
+    "PoolBusy",
+    "label_pool_apply",
+    "label_pool_delete",
+    "writable_backend",
     "config_apply",
     "config_delete",
     "config_import",

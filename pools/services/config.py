@@ -25,6 +25,7 @@ from pools.builtins import BUILTINS
 from pools.choices import TYPE_LABELS, ConfigType, RevisionAction
 from pools.configs import (
     body_etag,
+    default_pool_of,
     normalize_body,
     pool_references,
     split_document,
@@ -237,6 +238,7 @@ def _validate_change(current: dict, state: dict) -> None:
 
     A problem already present before (data from an older version, say) does not block unrelated changes.
     """
+
     def problems_of(candidate: dict) -> list[Problem]:
         try:
             validate_state(candidate)
@@ -263,6 +265,9 @@ def _check_change(config_type: ConfigType, name: str, body: Any, current: dict) 
                     "", f"{label} is built in and cannot be deleted (restore it with 'poolctl config restore-builtins')"
                 )
             ]
+        if config_type == ConfigType.POOL and default_pool_of(current, name):
+            backend = default_pool_of(current, name)
+            return [Problem("", f"{label} is the default pool of backend '{backend}' and cannot be deleted")]
         users = users_of(current, config_type, name)
         if users:
             return [Problem("", f"{label} is used by pool{'s' if len(users) > 1 else ''} {', '.join(users)}")]
@@ -435,10 +440,12 @@ def config_rollback(
     selectors.config_revision_get(config_type=config_type, revision=revision, user=actor.principal)
     target = ConfigRevision.objects.get(config_type=config_type, revision=revision)
 
+    recorded = {name: _upgraded(config_type, name, body) for name, body in target.snapshot.items()}
+
     def differences(state: dict) -> Changes:
         current = state[config_type]
-        changes: dict[str, Any] = {name: None for name in current if name not in target.snapshot}
-        changes.update({name: body for name, body in target.snapshot.items() if current.get(name) != body})
+        changes: dict[str, Any] = {name: None for name in current if name not in recorded}
+        changes.update({name: body for name, body in recorded.items() if current.get(name) != body})
         return {config_type: changes}
 
     try:
@@ -461,6 +468,20 @@ def config_rollback(
     if not revisions:
         raise ConfigError(f"{config_type}:{revision} is the current state; nothing to roll back")
     return revisions
+
+
+def _upgraded(config_type: ConfigType, name: str, body: Any) -> Any:
+    """A body recorded by an older version, with the fields added since at their defaults.
+
+    Canonical bodies normalise to themselves, so this changes nothing else; a body that no longer passes is
+    kept as recorded, and the rollback reports its problems.
+    """
+    if config_type not in (ConfigType.POOL, ConfigType.BACKEND):
+        return body
+    try:
+        return normalize_body(config_type, name, body)
+    except ConfigError:
+        return body
 
 
 def config_tag(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import threading
 import time
@@ -20,18 +19,18 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from accounts.access import require
 from pools import selectors
 from pools.choices import BackendKind
-from pools.engine.errors import ConfigError, NotFound
+from pools.engine.errors import NotFound
 from pools.engine.membership import node_availability, node_matches_pod_spec
 from pools.engine.permissions import OPERATE_BACKEND
 from pools.inventory.records import Inventory, InventoryError, node_record, pod_record
 from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for
-from pools.models import Backend, Lease, Node, NodeLabelChange, NodeMembership, Pod, PoolPodUsage, placements_text
+from pools.models import Backend, Lease, Node, NodeMembership, Pod, PoolPodUsage, placements_text
 
 from .actors import Actor
 from .bulk import upsert_rows
@@ -45,6 +44,7 @@ NODE_FIELDS = (
     "unschedulable",
     "allocatable",
     "gpu_product",
+    "gpu_memory",
     "cpu",
     "memory",
     "storage",
@@ -52,6 +52,7 @@ NODE_FIELDS = (
     "mig_devices",
     "gpu_replicas",
     "resource_version",
+    "address",
 )
 POD_FIELDS = (
     "uid",
@@ -66,6 +67,7 @@ POD_FIELDS = (
     "gpu",
     "mig_devices",
     "resource_version",
+    "created",
 )
 CHUNK = 2000
 PING_SECONDS = 20
@@ -93,11 +95,11 @@ def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None =
     else:
         nodes = list(nodes)
     rules = backend.node_conditions or None
+    placer = Placer(backend)
     wanted = {
         (node.id, pool.id, platform_name)
-        for pool, platform_name, spec in selectors.platform_selection_specs(backend=backend)
         for node in nodes
-        if node_matches_pod_spec(labels=node.labels, taints=node.taints, pod_spec=spec, node_name=node.name)
+        for pool, platform_name in placer.place(labels=node.labels, taints=node.taints, node_name=node.name)
     }
     placements = defaultdict(list)
     for node_id, pool_id, platform_name in wanted:
@@ -135,23 +137,50 @@ def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None =
         NodeMembership.objects.filter(node__backend=backend).exclude(pool__backend=backend).delete()
 
 
+class Placer:
+    """Where a node of a backend belongs (SEMANTICS §5, §8): each (pool, platform) whose merged template
+    selects it; a node no pool selects goes to the backend's default pool, if it names one.
+
+    The default pool's own platforms still divide its nodes by their templates; a leftover node none of them
+    selects is placed in its default platform (else its first).
+    """
+
+    def __init__(self, backend: Backend):
+        # Read now: a watcher holds its backend object for hours while the default pool may change.
+        default_pool = Backend.objects.filter(pk=backend.pk).values_list("default_pool", flat=True).first()
+        specs = list(selectors.platform_selection_specs(backend=backend))
+        self.specs = [spec for spec in specs if not default_pool or spec[0].name != default_pool]
+        self.default_specs = [spec for spec in specs if default_pool and spec[0].name == default_pool]
+        if self.default_specs:
+            pool = self.default_specs[0][0]
+            names = [platform_name for _, platform_name, _ in self.default_specs]
+            self.default_platform = pool.default_platform if pool.default_platform in names else names[0]
+
+    def place(self, *, labels: dict, taints: list, node_name: str) -> list[tuple]:
+        def selecting(specs):
+            return [
+                (pool, platform_name)
+                for pool, platform_name, spec in specs
+                if node_matches_pod_spec(labels=labels, taints=taints, pod_spec=spec, node_name=node_name)
+            ]
+
+        found = selecting(self.specs)
+        if found or not self.default_specs:
+            return found
+        pool = self.default_specs[0][0]
+        return selecting(self.default_specs) or [(pool, self.default_platform)]
+
+
 def node_pool_names(backend: Backend, nodes: list[dict]) -> dict[str, list[str]]:
     """For Kubernetes node objects not yet stored: the pools each would belong to (by name)."""
-    specs = list(selectors.platform_selection_specs(backend=backend))
+    placer = Placer(backend)
     result: dict[str, list[str]] = {}
     for obj in nodes:
         record = node_record(obj, [])
         if record is None:
             continue
-        result[record.name] = sorted(
-            {
-                pool.name
-                for pool, _, spec in specs
-                if node_matches_pod_spec(
-                    labels=record.labels, taints=record.taints, pod_spec=spec, node_name=record.name
-                )
-            }
-        )
+        placed = placer.place(labels=record.labels, taints=record.taints, node_name=record.name)
+        result[record.name] = sorted({pool.name for pool, _ in placed})
     return result
 
 
@@ -250,6 +279,8 @@ def _pod_contributions(backend: Backend, keys: list) -> dict[tuple[str, str], di
 
 
 USAGE_FIELDS = {"cpu_used": "cpu", "memory_used": "memory", "storage_used": "storage", "gpu_used": "gpu"}
+# What a node keeps of the pods bound to it: their requests (``USAGE_FIELDS``) and how many there are.
+NODE_USAGE_COLUMNS = (*USAGE_FIELDS, "pods")
 
 
 def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iterable[dict]) -> None:
@@ -266,13 +297,14 @@ def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iter
             if row["node_name"]:
                 for field, source in USAGE_FIELDS.items():
                     nodes[row["node_name"]][field] += sign * Decimal(row[source])
+                nodes[row["node_name"]]["pods"] += sign
             if row["pool_name"]:
                 gpu = sign * Decimal(row["gpu"])
                 pools[row["pool_name"]][0] += gpu
                 if not row["preemptible"]:
                     pools[row["pool_name"]][1] += gpu
     node_rows = [
-        (name, d["cpu_used"], int(d["memory_used"]), int(d["storage_used"]), d["gpu_used"])
+        (name, d["cpu_used"], int(d["memory_used"]), int(d["storage_used"]), d["gpu_used"], int(d["pods"]))
         for name, d in nodes.items()
         if any(d.values())
     ]
@@ -281,15 +313,19 @@ def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iter
         for chunk in _chunks(node_rows, 500):
             # One statement for the batch: a table of deltas joined by node name (PostgreSQL and SQLite).
             values = ", ".join(
-                ["(%s, CAST(%s AS DECIMAL), CAST(%s AS BIGINT), CAST(%s AS BIGINT), CAST(%s AS DECIMAL))"] * len(chunk)
+                [
+                    "(%s, CAST(%s AS DECIMAL), CAST(%s AS BIGINT), CAST(%s AS BIGINT), CAST(%s AS DECIMAL), "
+                    "CAST(%s AS INTEGER))"
+                ]
+                * len(chunk)
             )
             table = Node._meta.db_table
             sets = ", ".join(
                 f"{column} = {column} + (SELECT d.{column} FROM delta d WHERE d.name = {table}.name)"
-                for column in USAGE_FIELDS
+                for column in NODE_USAGE_COLUMNS
             )
             cursor.execute(
-                f"WITH delta (name, cpu_used, memory_used, storage_used, gpu_used) AS (VALUES {values}) "
+                f"WITH delta (name, {', '.join(NODE_USAGE_COLUMNS)}) AS (VALUES {values}) "
                 f"UPDATE {table} SET {sets} WHERE backend_id = %s AND name IN (SELECT name FROM delta)",
                 [value for row in chunk for value in row] + [backend.pk],
             )
@@ -307,14 +343,11 @@ def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iter
 def usage_refresh(*, backend: Backend, node_names: set[str] | None = None, pool_names: set[str] | None = None) -> None:
     """Recompute the stored usage of these nodes and pool labels (all of the backend's when None) from its pods.
 
-    Nodes keep the requests of the pods bound to them; ``PoolPodUsage`` keeps each pool label's GPUs.
-    Reads then cost a few thousand rows instead of a scan of every pod.
+    Nodes keep the requests and the number of the pods bound to them; ``PoolPodUsage`` keeps each pool label's
+    GPUs. Reads then cost a few thousand rows instead of a scan of every pod.
     """
     pods = Pod.objects.filter(backend=backend).order_by()
-    nodes = Node.objects.filter(backend=backend).only(
-        "id", "name", "cpu_used", "memory_used", "storage_used", "gpu_used"
-    )
-    fields = ("cpu_used", "memory_used", "storage_used", "gpu_used")
+    nodes = Node.objects.filter(backend=backend).only("id", "name", *NODE_USAGE_COLUMNS)
     if node_names is None or node_names:
         selected_pods = pods.exclude(node_name="")
         if node_names is not None:
@@ -324,16 +357,20 @@ def usage_refresh(*, backend: Backend, node_names: set[str] | None = None, pool_
         sums = {
             row["node_name"]: row
             for row in selected_pods.values("node_name").annotate(
-                cpu_used=Sum("cpu"), memory_used=Sum("memory"), storage_used=Sum("storage"), gpu_used=Sum("gpu")
+                cpu_used=Sum("cpu"),
+                memory_used=Sum("memory"),
+                storage_used=Sum("storage"),
+                gpu_used=Sum("gpu"),
+                pods=Count("id"),
             )
         }
         changed = []
         for node in nodes:
             row = sums.get(node.name, {})
-            values = {field: row.get(field) or 0 for field in fields}
-            if any(getattr(node, field) != values[field] for field in fields):
+            values = {field: row.get(field) or 0 for field in NODE_USAGE_COLUMNS}
+            if any(getattr(node, field) != values[field] for field in NODE_USAGE_COLUMNS):
                 changed.append({"backend_id": backend.pk, "name": node.name, **values})
-        upsert_rows(Node, changed, unique_fields=["backend", "name"], update_fields=list(fields))
+        upsert_rows(Node, changed, unique_fields=["backend", "name"], update_fields=list(NODE_USAGE_COLUMNS))
     if pool_names is None or pool_names:
         labelled = pods.exclude(pool_name="")
         stale = PoolPodUsage.objects.filter(backend=backend)
@@ -650,62 +687,3 @@ def backend_watch(
         finally:
             inner.set()
     lease_release(name=lease, owner=owner)
-
-
-# --- node labels -------------------------------------------------------------------------------------------
-
-LABEL_KEY = re.compile(
-    r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-)
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-
-
-def node_label(
-    *, node: str, key: str, value: str | None, actor: Actor, overwrite: bool = False, backend: str | None = None
-) -> NodeLabelChange:
-    """Set (or with ``value=None`` remove) a label on a node in its cluster, and leave an audit entry.
-
-    Like ``kubectl label``: changing an existing value needs ``overwrite``. Needs ``OPERATE_BACKEND`` on the
-    node's backend (a node the actor may not see is NotFound). Refused, with the reason, when the node's
-    backend is not a writable Kubernetes backend.
-    """
-    nodes = Node.objects.restrict(actor.principal).select_related("backend").filter(name=node)
-    if backend:
-        nodes = nodes.filter(backend__name=backend)
-    found = list(nodes)
-    if not found:
-        raise NotFound(f"node '{node}' does not exist" + (f" in backend '{backend}'" if backend else ""))
-    if len(found) > 1:
-        names = ", ".join(sorted(n.backend.name for n in found))
-        raise ConfigError(f"node '{node}' exists in several backends ({names}); choose one with --backend")
-    target = found[0]
-    require(actor.principal, OPERATE_BACKEND, target.backend.name, what=f"labelling node '{node}'")
-    if target.backend.kind != BackendKind.KUBERNETES or not target.backend.writable:
-        raise ConfigError(
-            f"backend '{target.backend.name}' is not writable: node labels can only be changed on a "
-            "kubernetes backend with writable: true"
-        )
-    if len(key) > 317 or not LABEL_KEY.match(key):
-        raise ConfigError(f"'{key}' is not a valid label key")
-    if value is not None and not LABEL_VALUE.match(value):
-        raise ConfigError(f"'{value}' is not a valid label value (63 characters at most: letters, digits, '-_.')")
-    old = target.labels.get(key)
-    if value is None and old is None:
-        raise ConfigError(f"node '{node}' has no label '{key}'")
-    if value is not None and old is not None and old != value and not overwrite:
-        raise ConfigError(f"node '{node}' already has {key}={old}; use --overwrite to change it")
-    source = source_for(target.backend)
-    updated = source.patch_node_labels(target.name, {key: value})
-    with transaction.atomic():
-        change = NodeLabelChange.objects.create(
-            backend=target.backend,
-            node_name=target.name,
-            key=key,
-            old_value=old,
-            new_value=value,
-            username=actor.username,
-            origin=actor.origin,
-        )
-        watch_events_apply(backend=target.backend, events=[WatchEvent("MODIFIED", "nodes", updated)])
-    return change

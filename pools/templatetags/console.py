@@ -9,6 +9,7 @@ from urllib.parse import quote
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from pools.forms import document_text
 
@@ -26,6 +27,21 @@ def count(value) -> str:
     if number.is_integer():
         return f"{int(number):,}"
     return f"{number:,.2f}".rstrip("0").rstrip(".")
+
+
+BYTE_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+@register.filter
+def size(value) -> str:
+    """Bytes for people: 1.25 TiB, 48 GiB, 512 MiB (up to two decimals); 0 B for nothing."""
+    if value is None or value == "":
+        return "—"
+    number = int(value)
+    for unit, scale in BYTE_UNITS:
+        if abs(number) >= scale:
+            return f"{count(number / scale)} {unit}"
+    return f"{number} B"
 
 
 @register.filter
@@ -150,3 +166,39 @@ def side_by_side(diff: str, swap: bool = False) -> list[dict]:
     if sections:
         flush()
     return sections
+
+
+DEFAULT_POOL_BADGE = mark_safe(
+    ' <span class="badge default-pool" data-testid="default-pool" title="The backend&#x27;s default pool: it holds '
+    'the nodes no other pool takes, and cannot be deleted">Default pool</span>'
+)
+MUTED_DASH = mark_safe('<td><span class="muted">—</span></td>')
+YES, NO = mark_safe("<td>Yes</td>"), mark_safe('<td><span class="muted">No</span></td>')
+
+
+@lru_cache(maxsize=4096)
+def _pool_url(name: str) -> str:
+    return reverse("pools:pool", args=[name])
+
+
+@register.simple_tag
+def node_pool_cell(row: dict, cell: tuple) -> str:
+    """One ``<td>`` of the node-pools table. One call per cell: the table has thousands of them, and branching on
+    the column in the template cost more than the rest of the page."""
+    column, text, value, numeric = cell
+    if column == "node_pool":
+        badge = DEFAULT_POOL_BADGE if row["default"] else ""
+        return format_html('<td><a href="{}"><strong>{}</strong></a>{}</td>', _pool_url(row["name"]), text, badge)
+    if column == "status":
+        return format_html('<td><span class="badge {}">{}</span></td>', text.lower(), text)
+    if column in ("label_key", "label_value"):
+        if text:
+            return format_html("<td><code>{}</code></td>", text)
+        return MUTED_DASH
+    if column == "default":
+        return YES if value else NO
+    if column in ("last_update", "creation_time"):
+        return format_html('<td class="small nowrap"><time datetime="{}">{}</time></td>', value.isoformat(), text)
+    if numeric:
+        return format_html('<td class="num">{}</td>', text)
+    return format_html("<td>{}</td>", text)

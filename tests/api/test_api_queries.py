@@ -32,6 +32,8 @@ CEILINGS = {
     "/api/pool_quota/": 8,  # 5
     "/api/resources/": 6,  # 3
     "/api/resources/?format=csv": 6,  # 3
+    "/api/node_pools/": 6,  # 3
+    "/api/node_pools/?sort=-allocated_gpus&status=Ready": 6,  # 3
     "/api/configs/history/": 6,  # 3
     "/api/configs/POOL/": 5,  # 2
     "/api/configs/POOL/diff/?from=1": 7,  # 4

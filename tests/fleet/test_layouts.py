@@ -84,6 +84,7 @@ def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
         "graphics-cluster-01": 12,
         "inference-cluster-01": 10,
         "dev-cluster-01": 8,
+        "runai-cluster-01": 11,
         "default": 8,
     }
     by_name = {r.name: r for backend in DEMO_BACKENDS for r in records(demo_nodes(backend))[0]}
@@ -102,13 +103,17 @@ def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
         "cpu-d": 5,
         "l40s-d": 4,
         "a100-d": 4,
+        "l40s-r": 4,
+        "a10g-r": 3,
+        "l40-r": 2,
+        "cpu-r": 2,
     }
     unavailable = {
         name
         for name, r in by_name.items()
         if r.unschedulable or any(c["type"] == "Ready" and c["status"] != "True" for c in r.conditions)
     }
-    assert unavailable == {"h100-a-006", "a100-b-005", "l40-s-003", "cpu-d-004", "a100-d-004"}
+    assert unavailable == {"h100-a-006", "a100-b-005", "l40-s-003", "cpu-d-004", "a100-d-004", "a10g-r-003"}
     assert by_name["a100-b-007"].mig_devices and by_name["a100-b-008"].mig_devices["1g.10gb"] == 56
     assert by_name["l40s-s-005"].gpu_replicas == 4 and by_name["l40s-s-005"].gpu == 32
 

@@ -145,6 +145,7 @@ def bindings(door: Door) -> list[dict]:
         ("/api/resource_validations/", ["default_cpu"]),
         ("/api/roles/", ["osmo-alpha", "osmo-admin"]),
         ("/api/nodes/", ["n-alpha", "n-zebra"]),
+        ("/nodes/", ["n-alpha", "n-zebra"]),
     ):
         if path.startswith(prefix):
             return [{"name": name} for name in names]
@@ -184,6 +185,12 @@ def body_for(door: Door, params: dict) -> dict:
         return {"roles": ["osmo-alpha"]}
     if path.endswith("/tokens/"):
         return {"name": "matrix"}
+    if path == "/api/label_pools/":
+        return {"kind": "pool", "version": "v0.1", "pool": {"name": new}, "nodes": {"n-alpha": {}}}
+    if path == "/label-pools/new/":
+        return {"name": new, "nodes": ["n-alpha"]}
+    if path.endswith("/labels/"):
+        return {"key": "team", "value": "matrix"}
     if path.startswith("/api/") and door.method in ("PUT", "PATCH"):
         return {"description": "matrix"} if door.method == "PATCH" else {}
     if path.startswith("/api/configs/"):
@@ -220,8 +227,10 @@ def sees(user, door: Door, params: dict) -> bool:
         return visible_object(user, kind, params["name"])
     if door.reads is None or not door.object:
         return True
-    if door.path.startswith("/api/nodes/"):
+    if door.path.startswith(("/api/nodes/", "/nodes/")):
         return Node.objects.restrict(user).filter(name=params["name"]).exists()
+    if door.path == "/api/label_pools/":
+        return allows(user, door.reads, body_for(door, params)["pool"]["name"])
     if door.reads is VIEW_CONFIG:
         return allows(user, door.reads, door.object)
     if door.object.startswith("{"):
@@ -243,6 +252,8 @@ def may(user, door: Door, params: dict) -> bool:
         key = target[1:-1]
         if key == "kind":
             target = {"templates": "POD_TEMPLATE", "roles": "ROLE"}[params["kind"]]
+        elif key == "backend":  # a node's labels: the node's backend
+            target = "bk-main"
         elif key in params:
             target = params[key]
         else:

@@ -151,6 +151,27 @@ class TestNodeTable(PageTestCases.Page):
     max_queries = 17  # 14 today
 
 
+class TestNodePools(PageTestCases.Page):
+    door = "GET /node-pools/"
+    shows = ('data-node-pool="team-a"', '<a href="/pools/team-a/">')
+    max_queries = 11  # 8 today
+
+
+class TestNodePoolTable(PageTestCases.Page):
+    door = "GET /node-pools/"
+    query = "?sort=-allocated_gpus&columns=status,allocated_gpus"
+    htmx = True
+    shows = ('<div id="node-pool-table"', 'data-node-pool="team-a"', 'aria-sort="descending"')
+    max_queries = 11  # 8 today
+
+
+class TestNodePoolCsv(PageTestCases.Page):
+    door = "GET /node-pools/"
+    query = "?format=csv&columns=node_pool,label_key,allocated_gpus"
+    shows = ("Node pool,Label key,Allocated GPUs", "team-a,")
+    max_queries = 11  # 8 today
+
+
 class BackendDoor(PageTestCases.Door):
     """dev-cluster-01, whose holder may see it, and gpu-cluster-01, which they may not."""
 
@@ -417,3 +438,85 @@ class TestProfile(PageTestCases.Page):
     door = "GET /accounts/profile/"
     shows = ('data-pool="team-a"',)
     max_queries = 14  # 11 today
+
+
+# --- gpuctl's pool workflow (SEMANTICS §8.1) ------------------------------------------------------------------
+# The demo has no writable kubernetes backend: a change the gate lets through is refused by the service (400),
+# with nothing written; tests/integration/test_gpuctl.py makes the same changes against a real API server.
+
+
+def node_of(pool: str) -> str:
+    return next(row.node for row in selectors.resource_index(user=SYSTEM, filters={"pool": pool}))
+
+
+class NodeLabelsDoor(PageTestCases.Door):
+    """A node of team-a, whose holder may see it, and one of robotics-training only, which they may not."""
+
+    def arrange(self):
+        self.params = {"name": node_of("team-a")}
+        mine = {row.node for row in selectors.resource_index(user=SYSTEM, filters={"pool": "team-a"})}
+        others = [row.node for row in selectors.resource_index(user=SYSTEM, filters={"pool": "robotics-training"})]
+        self.hidden = {"name": next(node for node in others if node not in mine)}
+
+
+class TestLabelPoolNew(PageTestCases.Page, PageTestCases.ForAConfigType):
+    door = "GET /label-pools/new/"
+    grant = POOL_EDITOR
+    visible = ("team-a", "team-a-gpu")
+    elsewhere = TEMPLATE_EDITOR
+    shows = ('name="nodes"', '<a href="/pools/team-a/">team-a</a>')
+    max_queries = 18  # 15 today
+
+
+class TestLabelPoolNodePicker(PageTestCases.Page):
+    door = "GET /label-pools/new/"
+    query = "?pool=team-a"
+    htmx = True
+    grant = POOL_CHANGES_ONLY
+    shows = ('<div id="label-pool-nodes">', 'name="nodes"')
+    max_queries = 18  # 15 today
+
+
+class TestLabelPoolCreate(PageTestCases.ForAConfigType):
+    door = "POST /label-pools/new/"
+    grant = POOL_EDITOR
+    visible = ("team-a", "team-a-gpu")
+    elsewhere = TEMPLATE_EDITOR
+    granted = 400
+    shows = ("there is no writable kubernetes backend",)
+
+    def body(self, params):
+        return {"name": "team-a-label", "nodes": [node_of("team-a")]}
+
+
+class TestLabelPoolDeletePage(PageTestCases.Page):
+    door = "GET /label-pools/{name}/delete/"
+    params = {"name": "team-a"}
+    hidden = {"name": "robotics-training"}
+    grant = POOL_CHANGES_ONLY
+    shows = ('id="pool-jobs"', "Delete pool team-a")
+    max_queries = 20  # 17 today
+
+
+class TestLabelPoolDelete(PageTestCases.Door):
+    door = "POST /label-pools/{name}/delete/"
+    params = {"name": "team-a"}
+    hidden = {"name": "robotics-training"}
+    grant = POOL_CHANGES_ONLY
+    granted = 302  # nothing runs on team-a in the demo; a pool without a node label is only deleted from the config
+
+
+class TestNodeLabels(NodeLabelsDoor, PageTestCases.Page):
+    door = "GET /nodes/{name}/labels/"
+    shows = ('id="node-labels"',)
+    max_queries = 10  # 7 today
+
+
+class TestNodeLabelChange(NodeLabelsDoor):
+    door = "POST /nodes/{name}/labels/"
+    grant = (READ_TEAM_A, {"actions": ["backend:Read", "backend:Update"], "resources": ["backend/*"]})
+    granted = 400
+    shows = ("is not writable",)
+
+    def body(self, params):
+        return {"key": "team", "value": "vision"}

@@ -23,6 +23,7 @@ from accounts.tokens import parse_lifetime
 from pools import cli, selectors, services
 from pools.choices import ChangeOrigin
 from pools.configs import (
+    gpuctl_file_parse,
     parse_assignments,
     parse_config_type,
     parse_revision_number,
@@ -83,7 +84,9 @@ class Command(BaseCommand):
             help="act as this console user, with exactly their permissions (default: the operator, who may do all)",
         )
         groups = parser.add_subparsers(
-            dest="group", required=True, metavar="{config,backend,node,pool,resource,role,access,user,token}"
+            dest="group",
+            required=True,
+            metavar="{config,backend,node,pool,resource,role,access,user,token,create,delete,get,describe,label}",
         )
 
         config = groups.add_parser("config", help="configuration and its history").add_subparsers(
@@ -201,6 +204,57 @@ class Command(BaseCommand):
         p.add_argument("--name", default="poolctl")
         p.add_argument("--expires", default="30d", help="lifetime like 30d, 12h or 2w (at most a year)")
 
+        self._gpuctl_arguments(groups)
+
+    @staticmethod
+    def _gpuctl_arguments(groups):
+        """gpuctl's verbs (SEMANTICS §8.1): label pools from ``kind: pool`` files, their nodes and labels."""
+        p = groups.add_parser("create", help="gpuctl: create or update a label pool from a kind: pool file")
+        p.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE")
+        p.add_argument("--backend", help="the writable kubernetes backend (default: the only one)")
+        p.add_argument("--overwrite", action="store_true", help="move nodes that are in another pool")
+        p.set_defaults(verb="file")
+        delete = groups.add_parser("delete", help="gpuctl: delete a label pool (delete pool NAME, or -f FILE)")
+        delete.add_argument("-f", "--filename", dest="file", metavar="FILE")
+        delete.add_argument("--force", action="store_true", help="delete even with running or pending workloads")
+        kinds = delete.add_subparsers(dest="verb", required=False, metavar="{pool}")
+        p = kinds.add_parser("pool", help="delete the pool NAME and remove its label from its nodes")
+        p.add_argument("name")
+        p.add_argument("--force", action="store_true", default=argparse.SUPPRESS)
+        get = groups.add_parser("get", help="gpuctl: list pools, nodes or a node's labels").add_subparsers(
+            dest="verb", required=True
+        )
+        p = get.add_parser("pools", help="POOL NAME, STATUS, GPU TOTAL/USED/FREE, NODE COUNT")
+        p.add_argument("--json", action="store_true")
+        p = get.add_parser("nodes", help="NODE NAME, STATUS, GPUs, GPU TYPE, IP, POOL")
+        p.add_argument("--pool")
+        p.add_argument("--gpu-type")
+        p.add_argument("--json", action="store_true")
+        p = get.add_parser("labels", help="a node's labels")
+        p.add_argument("name", metavar="NODE")
+        p.add_argument("--key")
+        p.add_argument("--backend")
+        p.add_argument("--json", action="store_true")
+        describe = groups.add_parser("describe", help="gpuctl: describe a pool or a node").add_subparsers(
+            dest="verb", required=True
+        )
+        p = describe.add_parser("pool")
+        p.add_argument("name")
+        p.add_argument("--json", action="store_true")
+        p = describe.add_parser("node")
+        p.add_argument("name")
+        p.add_argument("--backend")
+        p.add_argument("--json", action="store_true")
+        label = groups.add_parser("label", help="gpuctl: set or remove a node label").add_subparsers(
+            dest="verb", required=True
+        )
+        p = label.add_parser("node", help="label node NODE KEY=VALUE [--overwrite], or KEY --delete")
+        p.add_argument("name", metavar="NODE")
+        p.add_argument("label", metavar="KEY=VALUE|KEY")
+        p.add_argument("--overwrite", action="store_true")
+        p.add_argument("--delete", action="store_true", help="remove the label KEY")
+        p.add_argument("--backend")
+
     @staticmethod
     def _change_options(parser):
         parser.add_argument("--description", default="")
@@ -209,7 +263,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         self.actor = self._actor(options)
         self.principal = self.actor.principal
-        handler = getattr(self, f"do_{options['group']}_{options['verb'].replace('-', '_')}")
+        verb = options.get("verb") or "file"  # ``delete -f FILE`` names no kind
+        handler = getattr(self, f"do_{options['group']}_{verb.replace('-', '_')}")
         try:
             return handler(options)
         except AccessDenied as exc:
@@ -426,6 +481,73 @@ class Command(BaseCommand):
         roles = [name.strip() for name in o["roles"].split(",") if name.strip()]
         result = selectors.role_check(roles=roles, action=o["action"], resource=o["resource"])
         self.out(cli.as_json(result) if o["format"] == "json" else cli.role_check_text(result))
+
+    # gpuctl (SEMANTICS §8.1) ------------------------------------------------------------------------------
+
+    def do_create_file(self, o):
+        result = services.label_pool_apply(
+            document=gpuctl_file_parse(read_document(o["file"])),
+            actor=self.actor,
+            backend=o["backend"],
+            overwrite=o["overwrite"],
+        )
+        self.out(
+            f"pool/{result['pool']} created on backend {result['backend']}: "
+            f"{len(result['labelled'])} node(s) labelled, {len(result['unchanged'])} already labelled"
+        )
+
+    def do_delete_file(self, o):
+        if not o["file"]:
+            raise Error("give 'pool NAME' or -f FILE")
+        self._delete_pool(gpuctl_file_parse(read_document(o["file"]))["name"], o["force"])
+
+    def do_delete_pool(self, o):
+        if o["file"]:
+            raise Error("give either 'pool NAME' or -f FILE, not both")
+        self._delete_pool(o["name"], o["force"])
+
+    def _delete_pool(self, name, force):
+        result = services.label_pool_delete(name=name, actor=self.actor, force=force)
+        if result["workloads"]:
+            self.stderr.write(
+                f"warning: {len(result['workloads'])} workload(s) still run on the pool's nodes (not terminated)"
+            )
+        self.out(f"pool/{name} deleted: label removed from {len(result['unlabelled'])} node(s)")
+
+    def do_get_pools(self, o):
+        pools = selectors.gpuctl_pools(user=self.principal)
+        self.out(cli.as_json({"pools": pools}) if o["json"] else cli.gpuctl_pools_text(pools))
+
+    def do_get_nodes(self, o):
+        nodes = selectors.gpuctl_nodes(user=self.principal, pool=o["pool"], gpu_type=o["gpu_type"])
+        self.out(cli.as_json({"nodes": nodes}) if o["json"] else cli.gpuctl_nodes_text(nodes))
+
+    def do_get_labels(self, o):
+        result = selectors.node_labels(o["name"], user=self.principal, key=o["key"], backend=o["backend"])
+        self.out(cli.as_json(result) if o["json"] else cli.node_labels_text({**result, "key": o["key"]}))
+
+    def do_describe_pool(self, o):
+        pool = selectors.gpuctl_pool_detail(o["name"], user=self.principal)
+        self.out(cli.as_json(pool) if o["json"] else cli.gpuctl_pool_detail_text(pool))
+
+    def do_describe_node(self, o):
+        node = selectors.gpuctl_node_detail(o["name"], user=self.principal, backend=o["backend"])
+        self.out(cli.as_json(node) if o["json"] else cli.gpuctl_node_detail_text(node))
+
+    def do_label_node(self, o):
+        key, sep, value = o["label"].partition("=")
+        if o["delete"]:
+            if sep:
+                raise Error("--delete takes a KEY, not KEY=VALUE")
+            change = services.node_label(node=o["name"], key=key, value=None, backend=o["backend"], actor=self.actor)
+            self.out(f"node/{change.node_name} unlabeled {change.key}")
+            return
+        if not sep:
+            raise Error(f"'{o['label']}' is not KEY=VALUE (use --delete to remove the label KEY)")
+        change = services.node_label(
+            node=o["name"], key=key, value=value, overwrite=o["overwrite"], backend=o["backend"], actor=self.actor
+        )
+        self.out(f"node/{change.node_name} labeled {change.key}={change.new_value}")
 
     # access / token -------------------------------------------------------------------------------------
 
