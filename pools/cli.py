@@ -309,3 +309,40 @@ def node_labels_text(result: dict) -> str:
     if not result["labels"]:
         return f"node/{result['node']} has no such label" if result.get("key") else f"node/{result['node']}: no labels"
     return "\n".join(f"{key}={value}" for key, value in result["labels"].items())
+
+
+def _amount(value) -> str:
+    """A GPU amount as planners read it: ``-1`` stays ``-1``, whole numbers without a point, else up to 4 places."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        value = float(value)
+    return str(value) if isinstance(value, int) else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def quota_simulation_text(document: dict, result: dict) -> str:
+    """``quota simulate``: each unit under its parent, with what it asked for and its fair share."""
+    queues = document["queues"]
+    children: dict[str | None, list[dict]] = {}
+    for queue in queues:
+        children.setdefault(queue.get("parent"), []).append(queue)
+    rows: list[list] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for queue in children.get(parent, []):
+            rows.append(
+                [
+                    "  " * depth + queue["name"],
+                    _amount(queue.get("deserved", 0)),
+                    _amount(queue.get("limit", -1)),
+                    _amount(queue.get("over_quota_weight", 2)),
+                    queue.get("priority", 100),
+                    _amount(queue.get("request", 0)) if queue["name"] not in children else "",
+                    _amount(result["fair_share"][queue["name"]]),
+                ]
+            )
+            walk(queue["name"], depth + 1)
+
+    walk(None, 0)
+    headers = ["UNIT", "DESERVED", "LIMIT", "WEIGHT", "PRIORITY", "REQUEST", "FAIR SHARE"]
+    return f"Capacity: {_amount(document['capacity'])} GPUs\n" + table(headers, rows)

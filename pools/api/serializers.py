@@ -605,3 +605,30 @@ class NodeLabelChangeRequestSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=317)
     value = serializers.CharField(max_length=63, allow_null=True, allow_blank=True)
     overwrite = serializers.BooleanField(required=False, default=False)
+
+
+# --- quotas (SEMANTICS §9) -------------------------------------------------------------------------------------
+
+
+class QueueSerializer(serializers.Serializer):
+    """One department or project of a fair-share simulation (the fields of ``pools.engine.fairshare.Queue``)."""
+
+    name = serializers.CharField()
+    parent = serializers.CharField(required=False, allow_null=True, help_text="null or absent: a top-level unit")
+    deserved = serializers.FloatField(required=False, default=0, help_text="GPUs; -1 = the whole amount divided")
+    limit = serializers.FloatField(required=False, default=-1, help_text="GPUs; -1 = unlimited, 0 = none")
+    over_quota_weight = serializers.FloatField(
+        required=False, allow_null=True, default=2, help_text="null = no over-quota; 0 Lowest, 1 Low, 2 Medium, 3 High"
+    )
+    priority = serializers.IntegerField(required=False, default=100, help_text="rank among siblings, higher first")
+    request = serializers.FloatField(required=False, default=0, help_text="GPUs asked for (a parent: its children's)")
+    creation_order = serializers.IntegerField(required=False, help_text="default: the position in the list")
+
+
+class QuotaSimulationSerializer(serializers.Serializer):
+    capacity = serializers.FloatField(help_text="allocatable GPUs of the pool's available nodes")
+    queues = QueueSerializer(many=True)
+
+
+class FairShareSerializer(serializers.Serializer):
+    fair_share = serializers.DictField(child=serializers.FloatField(), help_text="unit name -> fair share in GPUs")

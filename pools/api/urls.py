@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from . import label_pools, users, views
+from . import label_pools, quotas, users, views
 
 app_name = "api"
 
@@ -60,6 +60,8 @@ urlpatterns = [
     path("label_pools/", label_pools.LabelPoolListView.as_view(), name="label-pool-list"),
     path("label_pools/<str:name>/", label_pools.LabelPoolDetailView.as_view(), name="label-pool-detail"),
     path("nodes/<str:name>/labels/", label_pools.NodeLabelsView.as_view(), name="node-labels"),
+    # quotas per node pool (SEMANTICS §9)
+    path("quotas/simulate/", quotas.QuotaSimulateView.as_view(), name="quota-simulate"),
     path("", include(router.urls)),
     re_path(r"^[\s\S]*$", views.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
 ]

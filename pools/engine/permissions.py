@@ -323,6 +323,8 @@ DOORS: tuple[Door, ...] = (
         "{backend}",
         note="a node of a visible pool; writes the label in the cluster",
     ),
+    # REST API: quotas per node pool (SEMANTICS §9)
+    Door("POST /api/quotas/simulate/", signed_in=True, note="KAI's fair-share simulator; reads and writes no data"),
     # REST API: people
     Door("GET /api/users/", VIEW_USER, rows=True),
     Door(
@@ -458,6 +460,7 @@ DOORS: tuple[Door, ...] = (
         acts_on="{backend}",
         note="a node of a visible pool",
     ),
+    Door("poolctl quota simulate --file F", signed_in=True, note="the fair-share simulator; reads and writes no data"),
     Door("poolctl role set osmo-PREFIX pool", VIEW_ROLE, CHANGE_CONFIG, acts_on="ROLE"),
     Door("poolctl user create|set-roles|list", VIEW_USER, CHANGE_USER, acts_on="NAME"),
     Door("poolctl token create --user NAME", VIEW_USER, CHANGE_USER, acts_on="NAME"),

@@ -7,6 +7,7 @@
 - ``nodepools``: Run:ai's node-pools view (nodes, GPUs, CPUs and workloads per pool)
 - ``access``: roles, their reach, the profile
 - ``gpuctl``: gpuctl's pool and node listings, node labels, the workloads holding a pool
+- ``quotas``: quotas per node pool and the fair-share simulator
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
 operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
@@ -86,3 +87,4 @@ from .pools import (
     pool_status,
     pools_visible,
 )
+from .quotas import quota_simulate

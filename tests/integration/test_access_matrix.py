@@ -187,6 +187,8 @@ def body_for(door: Door, params: dict) -> dict:
         return {"name": "matrix"}
     if path == "/api/label_pools/":
         return {"kind": "pool", "version": "v0.1", "pool": {"name": new}, "nodes": {"n-alpha": {}}}
+    if path == "/api/quotas/simulate/":
+        return {"capacity": 8, "queues": [{"name": "alpha", "request": 4}]}
     if path == "/label-pools/new/":
         return {"name": new, "nodes": ["n-alpha"]}
     if path.endswith("/labels/"):

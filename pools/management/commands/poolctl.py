@@ -166,6 +166,11 @@ class Command(BaseCommand):
         _filter_options(p, NodeFilterSet)
         _format_option(p)
 
+        quota = groups.add_parser("quota", help="quotas per node pool").add_subparsers(dest="verb", required=True)
+        p = quota.add_parser("simulate", help="fair shares of a pool's GPUs, as KAI Scheduler divides them")
+        p.add_argument("--file", "-f", required=True, metavar="FILE", help='{"capacity": N, "queues": [...]}')
+        p.add_argument("--json", action="store_true")
+
         role = groups.add_parser("role", help="roles").add_subparsers(dest="verb", required=True)
         p = role.add_parser("set", help="generate a pool role: osmo-<prefix> pool")
         p.add_argument("name")
@@ -548,6 +553,13 @@ class Command(BaseCommand):
             node=o["name"], key=key, value=value, overwrite=o["overwrite"], backend=o["backend"], actor=self.actor
         )
         self.out(f"node/{change.node_name} labeled {change.key}={change.new_value}")
+
+    # quotas -----------------------------------------------------------------------------------------------
+
+    def do_quota_simulate(self, o):
+        document = read_document(o["file"])
+        result = selectors.quota_simulate(document)
+        self.out(cli.as_json(result) if o["json"] else cli.quota_simulation_text(document, result))
 
     # access / token -------------------------------------------------------------------------------------
 
