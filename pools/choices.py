@@ -15,6 +15,8 @@ class ConfigType(models.TextChoices):
     RESOURCE_VALIDATION = "RESOURCE_VALIDATION", "Resource validation"
     POOL = "POOL", "Pool"
     ROLE = "ROLE", "Role"
+    DEPARTMENT = "DEPARTMENT", "Department"
+    PROJECT = "PROJECT", "Project"
 
 
 # A config type as prose says it: "pod template 'x' does not exist".

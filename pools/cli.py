@@ -346,3 +346,65 @@ def quota_simulation_text(document: dict, result: dict) -> str:
     walk(None, 0)
     headers = ["UNIT", "DESERVED", "LIMIT", "WEIGHT", "PRIORITY", "REQUEST", "FAIR SHARE"]
     return f"Capacity: {_amount(document['capacity'])} GPUs\n" + table(headers, rows)
+
+
+def _quota_cells(unit: dict) -> list:
+    return [
+        ",".join(unit["node_pools"]) or "-",
+        _amount(unit["gpu_quota"]),
+        _amount(unit["cpu_quota"]),
+        _amount(unit["memory_quota_mib"]),
+    ]
+
+
+def department_list_text(departments: list[dict]) -> str:
+    if not departments:
+        return "No departments."
+    rows = [[d["name"], d["projects"], *_quota_cells(d)] for d in departments]
+    return table(
+        ["DEPARTMENT", "PROJECTS", "NODE POOLS WITH QUOTA", "GPU QUOTA", "CPU QUOTA", "MEMORY QUOTA (MiB)"], rows
+    )
+
+
+def project_list_text(projects: list[dict]) -> str:
+    if not projects:
+        return "No projects."
+    rows = [[p["name"], p["department"], ",".join(p["namespaces"]), *_quota_cells(p)] for p in projects]
+    headers = ["PROJECT", "DEPARTMENT", "NAMESPACES", "NODE POOLS WITH QUOTA", "GPU QUOTA", "CPU QUOTA"]
+    return table([*headers, "MEMORY QUOTA (MiB)"], rows)
+
+
+QUOTA_COLUMNS = (
+    ("POOL", "pool"),
+    ("UNIT", "unit"),
+    ("DEPARTMENT", "department"),
+    ("DESERVED", "deserved"),
+    ("LIMIT", "limit"),
+    ("WEIGHT", "over_quota_weight"),
+    ("ALLOCATED", "allocated"),
+    ("PENDING", "pending"),
+    ("RATIO", "allocation_ratio"),
+    ("OVER QUOTA", "over_quota"),
+    ("FAIR SHARE", "fair_share"),
+    ("OVER FAIR SHARE", "over_fair_share"),
+)
+
+
+def quota_list_text(rows: list[dict]) -> str:
+    """``quota list``: one line per unit and pool, a department's projects under it (indented)."""
+    if not rows:
+        return "No quotas."
+    lines = []
+    for row in rows:
+        cells = []
+        for _, key in QUOTA_COLUMNS:
+            value = row[key]
+            if key == "unit" and row["kind"] == "project":
+                value = f"  {value}"
+            elif key == "allocation_ratio":
+                value = "-" if value is None else f"{value:.0%}"
+            elif key != "unit" and key not in ("pool", "department"):
+                value = _amount(value)
+            cells.append(value)
+        lines.append(cells)
+    return table([heading for heading, _ in QUOTA_COLUMNS], lines)

@@ -15,12 +15,14 @@ from .engine.errors import ConfigError
 from .models import (
     Backend,
     ConfigRevision,
+    Department,
     Node,
     NodeMembership,
     Platform,
     Pod,
     PodTemplate,
     Pool,
+    Project,
     ResourceValidation,
     UsageSample,
     online_window,
@@ -170,6 +172,23 @@ class RoleFilterSet(SearchFilterSet):
     class Meta:
         model = Role
         fields = ["name", "sync_mode", "immutable"]
+
+
+class DepartmentFilterSet(SearchFilterSet):
+    search_fields = ("name", "description")
+
+    class Meta:
+        model = Department
+        fields = ["name"]
+
+
+class ProjectFilterSet(SearchFilterSet):
+    search_fields = ("name", "description")
+    department = django_filters.CharFilter(field_name="department__name")
+
+    class Meta:
+        model = Project
+        fields = ["name", "department"]
 
 
 class NamesField(forms.Field):

@@ -111,6 +111,44 @@ class ResourceValidation(models.Model):
         return self.name
 
 
+class Department(models.Model):
+    """A Run:ai department: projects grouped under one quota per node pool (SEMANTICS §9)."""
+
+    name = models.CharField(max_length=128, unique=True)
+    description = models.TextField(blank=True)
+    resources = models.JSONField(
+        default=list, blank=True, help_text="per node pool: nodePool, priority, gpu/cpu/memory deserved and limit"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = querysets.DepartmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Project(models.Model):
+    """A Run:ai project: owns the workloads of its namespaces (or labelled ``runai/queue=<name>``)."""
+
+    name = models.CharField(max_length=128, unique=True)
+    description = models.TextField(blank=True)
+    department = models.ForeignKey(Department, on_delete=models.CASCADE, related_name="projects")
+    namespaces = models.JSONField(default=list, blank=True, help_text="default: runai-<name>")
+    resources = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = querysets.ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
 class Pool(models.Model):
     """A share of one backend's nodes with its own templates, rules, quota and timeouts."""
 

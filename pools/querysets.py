@@ -13,7 +13,15 @@ from django.db.models import Q
 
 from accounts.access import allows, is_system, visible
 from pools.choices import NodeStatus
-from pools.engine.permissions import LIST_FLEET, OBJECT_READ, VIEW_BACKEND, VIEW_CONFIG, VIEW_POOL
+from pools.engine.permissions import (
+    LIST_FLEET,
+    OBJECT_READ,
+    VIEW_BACKEND,
+    VIEW_CONFIG,
+    VIEW_DEPARTMENT,
+    VIEW_POOL,
+    VIEW_PROJECT,
+)
 
 
 def visible_pool_ids(principal) -> dict[int, tuple[int, str]]:
@@ -93,6 +101,26 @@ class BackendQuerySet(models.QuerySet):
             return self
         names = self.model.objects.values_list("name", flat=True)
         return self.filter(name__in=visible(principal, VIEW_BACKEND, names))
+
+
+class NamedQuerySet(models.QuerySet):
+    """Objects seen one by one through ``permission`` on their name (departments, projects)."""
+
+    permission = None
+
+    def restrict(self, principal):
+        if is_system(principal):
+            return self
+        names = self.model.objects.values_list("name", flat=True)
+        return self.filter(name__in=visible(principal, self.permission, names))
+
+
+class DepartmentQuerySet(NamedQuerySet):
+    permission = VIEW_DEPARTMENT
+
+
+class ProjectQuerySet(NamedQuerySet):
+    permission = VIEW_PROJECT
 
 
 class ConfigTypeQuerySet(models.QuerySet):
@@ -213,12 +241,35 @@ def visible_object(principal, config_type: str, name: str) -> bool:
     return allows(principal, permission, str(config_type) if permission is VIEW_CONFIG else name)
 
 
+# Config types whose bodies hold quotas per pool (SEMANTICS §9): what a reader sees of them is cut to their pools.
+QUOTA_HOLDERS = ("DEPARTMENT", "PROJECT")
+
+
+def hidden_quota_pools(principal, body: dict) -> set[str]:
+    """The pools of a department's or project's quotas that ``principal`` may not see."""
+    if is_system(principal):
+        return set()
+    pools = {entry["nodePool"] for entry in body.get("resources", [])}
+    return pools - set(visible(principal, VIEW_POOL, sorted(pools)))
+
+
+def quotas_visible(principal, body: dict) -> dict:
+    """A department's or project's body without its quotas on pools ``principal`` may not see (a Deny)."""
+    hidden = hidden_quota_pools(principal, body)
+    if not hidden:
+        return body
+    return {**body, "resources": [entry for entry in body["resources"] if entry["nodePool"] not in hidden]}
+
+
 def visible_objects(principal, config_type: str, objects: dict) -> dict:
-    """``{name: body}`` without the objects ``principal`` may not see."""
+    """``{name: body}`` without the objects ``principal`` may not see (nor their quotas on pools hidden from them)."""
     if is_system(principal):
         return objects
     permission = OBJECT_READ[str(config_type)]
     if permission is VIEW_CONFIG:
         return objects if allows(principal, permission, str(config_type)) else {}
     names = set(visible(principal, permission, objects))
-    return {name: body for name, body in objects.items() if name in names}
+    shown = {name: body for name, body in objects.items() if name in names}
+    if str(config_type) in QUOTA_HOLDERS:
+        shown = {name: quotas_visible(principal, body) for name, body in shown.items()}
+    return shown

@@ -58,6 +58,7 @@ def pod(
     init_gpu=None,
     overhead=None,
     labels=None,
+    annotations=None,
 ):
     pod_labels = dict(labels or {})
     if pool:
@@ -77,7 +78,13 @@ def pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": pod_labels, "uid": f"uid-{name}"},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": pod_labels,
+            "annotations": dict(annotations or {}),
+            "uid": f"uid-{name}",
+        },
         "spec": spec,
         "status": {"phase": phase},
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
@@ -29,3 +29,20 @@ class QuotaSimulateView(ApiView, GenericAPIView):
     )
     def post(self, request):
         return Response(selectors.quota_simulate(self.body()))
+
+
+class QuotaListView(ApiView, GenericAPIView):
+    serializer_class = serializers.QuotaFiguresRowSerializer
+    pagination_class = None
+    filter_backends = []
+
+    @extend_schema(
+        summary="Quotas, allocations and fair shares per department, project and pool",
+        description="One row per (department or project, pool) the caller may see, with every figure of SEMANTICS "
+        "§9, as `poolctl quota list --json`: each department, then its projects.",
+        parameters=[OpenApiParameter("pool", str, description="one pool")],
+        responses={200: serializers.QuotaListSerializer, 400: ERRORS, 404: ERRORS},
+    )
+    def get(self, request):
+        pool = request.query_params.get("pool") or None
+        return Response({"quotas": selectors.quota_figures(user=request.user, pool=pool)})

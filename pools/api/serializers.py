@@ -17,10 +17,20 @@ from rest_framework import serializers
 
 from accounts.models import SyncMode
 from pools.choices import BackendKind, ConfigType, NodePoolStatus, NodeStatus, PlacementStrategy, ResourceType
-from pools.configs.fields import PLATFORM_DOCUMENT, POOL_DOCUMENT, backend_body, platform_body, pool_body, role_body
+from pools.configs.fields import (
+    PLATFORM_DOCUMENT,
+    POOL_DOCUMENT,
+    backend_body,
+    department_body,
+    platform_body,
+    pool_body,
+    project_body,
+    role_body,
+)
 from pools.engine.errors import ConfigError, Problem
 from pools.engine.validation import OPERATORS
 from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, UsageSample
+from pools.querysets import quotas_visible
 
 NAME_HELP = "Unique name: a letter first, then letters, digits, '_', '.' or '-', ending with a letter or digit."
 
@@ -610,6 +620,60 @@ class NodeLabelChangeRequestSerializer(serializers.Serializer):
 # --- quotas (SEMANTICS §9) -------------------------------------------------------------------------------------
 
 
+class QuotaFiguresSerializer(serializers.Serializer):
+    deserved = serializers.FloatField(required=False, help_text="guaranteed; -1 = the whole pool (default 0)")
+    limit = serializers.FloatField(required=False, help_text="at most; -1 = unlimited (default), 0 = none")
+
+
+class GpuQuotaSerializer(QuotaFiguresSerializer):
+    overQuotaWeight = serializers.JSONField(  # noqa: N815 (Run:ai's field name)
+        required=False, help_text="0 Lowest, 1 Low, 2 Medium (default), 3 High, any number >= 0; null = None"
+    )
+
+
+class NodePoolQuotaSerializer(serializers.Serializer):
+    """One entry of Run:ai's ``resources``: a unit's quota on one node pool (CPU memory in MiB)."""
+
+    nodePool = serializers.CharField(help_text="pool name")  # noqa: N815 (Run:ai's field name)
+    priority = serializers.IntegerField(required=False, help_text="rank among siblings, higher first (100)")
+    gpu = GpuQuotaSerializer(required=False)
+    cpu = QuotaFiguresSerializer(required=False, help_text="CPU cores")
+    memory = QuotaFiguresSerializer(required=False, help_text="CPU memory, MiB")
+
+
+class QuotaHolderSerializer(ConfigObjectSerializer):
+    """A department or a project as the caller may see it: without its quotas on pools hidden from them."""
+
+    def to_representation(self, instance):
+        body = self.body(instance)
+        request = self.context.get("request")
+        if request is not None:
+            body = quotas_visible(request.user, body)
+        return self.document(instance.name, body)
+
+
+class DepartmentSerializer(QuotaHolderSerializer):
+    """A department: its quotas per node pool; its projects divide its share."""
+
+    config_type = ConfigType.DEPARTMENT
+    description = serializers.CharField(required=False, allow_blank=True)
+    resources = NodePoolQuotaSerializer(many=True, required=False)
+
+    read_body = staticmethod(department_body)
+
+
+class ProjectSerializer(QuotaHolderSerializer):
+    """A project: its department, the namespaces whose workloads it owns, its quotas per node pool."""
+
+    config_type = ConfigType.PROJECT
+    description = serializers.CharField(required=False, allow_blank=True)
+    department = serializers.CharField()
+    namespaces = serializers.ListField(child=serializers.CharField(), required=False, help_text="runai-<name>")
+    resources = NodePoolQuotaSerializer(many=True, required=False)
+
+    read_body = staticmethod(project_body)
+
+
 class QueueSerializer(serializers.Serializer):
     """One department or project of a fair-share simulation (the fields of ``pools.engine.fairshare.Queue``)."""
 
@@ -632,3 +696,27 @@ class QuotaSimulationSerializer(serializers.Serializer):
 
 class FairShareSerializer(serializers.Serializer):
     fair_share = serializers.DictField(child=serializers.FloatField(), help_text="unit name -> fair share in GPUs")
+
+
+class QuotaFiguresRowSerializer(serializers.Serializer):
+    """One (department or project, pool) with every figure of SEMANTICS §9 (GPUs, fractions summed)."""
+
+    unit = serializers.CharField()
+    kind = serializers.CharField(help_text="department or project")
+    department = serializers.CharField()
+    pool = serializers.CharField()
+    deserved = serializers.FloatField(help_text="-1: the whole amount divided")
+    limit = serializers.FloatField(help_text="-1: unlimited")
+    over_quota_weight = serializers.FloatField(allow_null=True, help_text="null: no over-quota")
+    priority = serializers.IntegerField()
+    allocated = serializers.FloatField(help_text="GPUs of running pods")
+    pending = serializers.FloatField(help_text="GPUs of pods waiting for a node")
+    request = serializers.FloatField(help_text="allocated + pending")
+    allocation_ratio = serializers.FloatField(allow_null=True, help_text="allocated / deserved; null when 0")
+    over_quota = serializers.FloatField(help_text="max(0, allocated - deserved)")
+    fair_share = serializers.FloatField(help_text="what the scheduler steers towards (SEMANTICS §9.1)")
+    over_fair_share = serializers.FloatField(help_text="max(0, allocated - fair_share)")
+
+
+class QuotaListSerializer(serializers.Serializer):
+    quotas = QuotaFiguresRowSerializer(many=True)

@@ -16,6 +16,8 @@ router.register("platforms", views.PlatformViewSet, basename="platform")
 router.register("pod_templates", views.PodTemplateViewSet, basename="pod-template")
 router.register("resource_validations", views.ResourceValidationViewSet, basename="resource-validation")
 router.register("roles", views.RoleViewSet, basename="role")
+router.register("departments", views.DepartmentViewSet, basename="department")
+router.register("projects", views.ProjectViewSet, basename="project")
 router.register("nodes", views.NodeViewSet, basename="node")
 router.register("pods", views.PodViewSet, basename="pod")
 router.register("memberships", views.MembershipViewSet, basename="membership")
@@ -61,6 +63,7 @@ urlpatterns = [
     path("label_pools/<str:name>/", label_pools.LabelPoolDetailView.as_view(), name="label-pool-detail"),
     path("nodes/<str:name>/labels/", label_pools.NodeLabelsView.as_view(), name="node-labels"),
     # quotas per node pool (SEMANTICS §9)
+    path("quotas/", quotas.QuotaListView.as_view(), name="quota-list"),
     path("quotas/simulate/", quotas.QuotaSimulateView.as_view(), name="quota-simulate"),
     path("", include(router.urls)),
     re_path(r"^[\s\S]*$", views.UnknownEndpointView.as_view(), name="unknown"),  # newlines too

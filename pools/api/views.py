@@ -33,7 +33,19 @@ from pools import filtersets, jobs, selectors, services
 from pools.choices import ChangeOrigin, ConfigType
 from pools.configs import body_etag, merge_patch, parse_config_type, parse_revision_number, platform_body
 from pools.engine.errors import ConfigError, Conflict, NotFound, Problem, Stale
-from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, PodTemplate, Pool, UsageSample
+from pools.models import (
+    Backend,
+    ConfigRevision,
+    Department,
+    Node,
+    NodeMembership,
+    Platform,
+    Pod,
+    PodTemplate,
+    Pool,
+    Project,
+    UsageSample,
+)
 from pools.models import ResourceValidation as ResourceValidationModel
 
 from . import serializers
@@ -315,6 +327,28 @@ class ResourceValidationViewSet(ConfigObjectViewSet):
     serializer_class = serializers.ResourceValidationSerializer
     filterset_class = filtersets.ResourceValidationFilterSet
     visible = staticmethod(selectors.resource_validations_visible)
+
+
+@config_object_schema(serializers.DepartmentSerializer, "department")
+class DepartmentViewSet(ConfigObjectViewSet):
+    """Run:ai departments with their quotas per node pool (``resources``); SEMANTICS §9."""
+
+    config_type = ConfigType.DEPARTMENT
+    queryset = Department.objects.none()
+    serializer_class = serializers.DepartmentSerializer
+    filterset_class = filtersets.DepartmentFilterSet
+    visible = staticmethod(selectors.departments_queryset)
+
+
+@config_object_schema(serializers.ProjectSerializer, "project")
+class ProjectViewSet(ConfigObjectViewSet):
+    """Run:ai projects: department, namespaces and quotas per node pool; changed by managers of the department."""
+
+    config_type = ConfigType.PROJECT
+    queryset = Project.objects.none()
+    serializer_class = serializers.ProjectSerializer
+    filterset_class = filtersets.ProjectFilterSet
+    visible = staticmethod(selectors.projects_queryset)
 
 
 @config_object_schema(serializers.RoleSerializer, "role")

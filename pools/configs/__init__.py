@@ -15,25 +15,39 @@ entry point. Nothing here queries the database, except reading a saved pool's pl
 """
 
 from .fields import (
+    DEPARTMENT_FIELDS,
     MAX_SIMULATED_NODES,
     NAME_RE,
     PLATFORM_DOCUMENT,
     POOL_DOCUMENT,
+    PROJECT_FIELDS,
     backend_body,
     check_name,
+    department_body,
     normalize_body,
     platform_body,
     pool_body,
+    project_body,
     role_body,
     whole_number_problem,
 )
 from .files import parse_document, read_document, split_document
 from .gpuctl import gpuctl_file_parse
-from .state import default_pool_of, pool_references, users_of, validate_state
+from .state import (
+    default_pool_of,
+    department_projects,
+    pool_references,
+    quota_holders,
+    quota_pools,
+    users_of,
+    validate_state,
+)
 from .values import (
     INT32_MAX,
+    QUOTA_SPEC_KEYS,
     parse_assignments,
     parse_config_type,
+    parse_quota_spec,
     parse_revision_number,
     parse_revision_ref,
     variable_value,

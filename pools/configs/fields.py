@@ -1,6 +1,7 @@
 """The fields of each config document, defined once: how a body is read and checked (``normalize_*``) and
 the canonical body of a saved object (``*_body``). The API's serializers and the page's forms take their
-field lists from here (``POOL_DOCUMENT``, ``PLATFORM_DOCUMENT``, ``BACKEND_FIELDS``, ``ROLE_FIELDS``).
+field lists from here (``POOL_DOCUMENT``, ``PLATFORM_DOCUMENT``, ``BACKEND_FIELDS``, ``ROLE_FIELDS``,
+``DEPARTMENT_FIELDS``, ``PROJECT_FIELDS``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ BACKEND_FIELDS = (
 )
 DEFAULT_POOL_LABEL_KEY = "runwhere.ai/pool"
 ROLE_FIELDS = ("description", "policies", "external_roles", "sync_mode", "immutable")
+# A department's and a project's fields (SEMANTICS §9), in the order their bodies show them. ``resources`` is
+# Run:ai's list of quotas, one entry per node pool (``QUOTA_RESOURCES`` says each entry's figures).
+DEPARTMENT_FIELDS = ("description", "resources")
+PROJECT_FIELDS = ("description", "department", "namespaces", "resources")
+# Per node pool: Run:ai's names. GPUs and CPU cores may be fractions; CPU memory is in MiB.
+QUOTA_RESOURCES = ("gpu", "cpu", "memory")
+# Run:ai's over-quota weight names (None: no over-quota, i.e. limit = deserved).
+OVER_QUOTA_WEIGHTS = {"none": None, "lowest": 0, "low": 1, "medium": 2, "high": 3}
+DEFAULT_OVER_QUOTA_WEIGHT = 2
+DEFAULT_QUOTA_PRIORITY = 100
+# No pool has a million GPUs; CPU memory in MiB goes further (a petabyte of memory is 10^9 MiB).
+QUOTA_MAXIMUM = {"gpu": 10**6, "cpu": 10**7, "memory": 10**10}
 
 
 class _Reader:
@@ -430,6 +443,147 @@ def normalize_role(body: Any, where: str, name: str) -> tuple[dict, list[Problem
     return normalized, reader.problems
 
 
+def _quota_amount(value: Any, maximum: int) -> tuple[int | float | None, str | None]:
+    """A quota figure: -1, or a number from 0 to ``maximum`` with at most 3 decimal places."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None, "must be a number (-1 for the default)"
+    if value == -1:
+        return -1, None
+    if not 0 <= value <= maximum:
+        return None, f"must be -1 or a number from 0 to {maximum}"
+    if isinstance(value, float):
+        if round(value, 3) != value:
+            return None, "must have at most 3 decimal places"
+        if value.is_integer():
+            return int(value), None
+    return value, None
+
+
+def _over_quota_weight(value: Any) -> tuple[int | float | None, str | None]:
+    """Run:ai's weight: a number >= 0, a name (None, Lowest, Low, Medium, High) or null (no over-quota)."""
+    if value is None:
+        return None, None
+    if isinstance(value, str) and value.strip().lower() in OVER_QUOTA_WEIGHTS:
+        return OVER_QUOTA_WEIGHTS[value.strip().lower()], None
+    amount, problem = _quota_amount(value, 1000)
+    if problem or amount == -1:
+        names = ", ".join(name.capitalize() for name in OVER_QUOTA_WEIGHTS)
+        return None, f"must be a number from 0 to 1000, null, or one of {names}"
+    return amount, None
+
+
+def normalize_quotas(reader: _Reader) -> list[dict]:
+    """Run:ai's ``resources``: one entry per node pool, sorted by pool, each figure defaulted.
+
+    ``{"nodePool": P, "priority": 100, "gpu": {"deserved": 0, "limit": -1, "overQuotaWeight": 2},
+    "cpu": {"deserved": 0, "limit": -1}, "memory": {"deserved": 0, "limit": -1}}`` (memory in MiB).
+    """
+    entries = reader.items("resources")
+    quotas: dict[str, dict] = {}
+    for index, entry in enumerate(entries):
+        where = f"resources[{index}]"
+        if not isinstance(entry, dict):
+            reader.fail(where, "must be a JSON object with nodePool, gpu, cpu and memory")
+            continue
+        for key in entry:
+            if key not in ("nodePool", "priority", *QUOTA_RESOURCES):
+                reader.fail(f"{where}.{key}", "unknown field; expected one of nodePool, priority, gpu, cpu, memory")
+        pool = entry.get("nodePool")
+        if isinstance(pool, dict):  # Run:ai's API answers {"id", "name"}
+            pool = pool.get("name")
+        if not isinstance(pool, str) or check_name(pool, ""):
+            reader.fail(f"{where}.nodePool", "must name a pool")
+            continue
+        if pool in quotas:
+            reader.fail(f"{where}.nodePool", f"pool '{pool}' is given twice")
+            continue
+        priority = entry.get("priority", DEFAULT_QUOTA_PRIORITY)
+        problem = whole_number_problem(priority, 0, 10_000)
+        if problem:
+            reader.fail(f"{where}.priority", problem)
+            priority = DEFAULT_QUOTA_PRIORITY
+        quota = {"nodePool": pool, "priority": priority}
+        for resource in QUOTA_RESOURCES:
+            figures = entry.get(resource) or {}
+            if not isinstance(figures, dict):
+                reader.fail(f"{where}.{resource}", "must be a JSON object (deserved, limit, overQuotaWeight)")
+                figures = {}
+            allowed = ("deserved", "limit", "overQuotaWeight") if resource == "gpu" else ("deserved", "limit")
+            for key in figures:
+                if key not in allowed:
+                    reader.fail(f"{where}.{resource}.{key}", f"unknown field; expected one of {', '.join(allowed)}")
+            normalized = {}
+            for key, default in (("deserved", 0), ("limit", -1)):
+                value, problem = _quota_amount(figures.get(key, default), QUOTA_MAXIMUM[resource])
+                if problem:
+                    reader.fail(f"{where}.{resource}.{key}", problem)
+                    value = default
+                normalized[key] = value
+            if (
+                normalized["limit"] != -1
+                and normalized["deserved"] != -1
+                and normalized["deserved"] > normalized["limit"]
+            ):
+                reader.fail(f"{where}.{resource}.deserved", f"must not exceed {resource}.limit ({normalized['limit']})")
+            if resource == "gpu":
+                weight, problem = _over_quota_weight(figures.get("overQuotaWeight", DEFAULT_OVER_QUOTA_WEIGHT))
+                if problem:
+                    reader.fail(f"{where}.gpu.overQuotaWeight", problem)
+                    weight = DEFAULT_OVER_QUOTA_WEIGHT
+                normalized["overQuotaWeight"] = weight
+            quota[resource] = normalized
+        quotas[pool] = quota
+    return [quotas[pool] for pool in sorted(quotas)]
+
+
+def normalize_department(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown({"name", *DEPARTMENT_FIELDS})
+    if "name" in reader.body and reader.body["name"] != name:
+        reader.fail("name", f"'{reader.body['name']}' does not match the department name '{name}'")
+    normalized = {"description": reader.string("description", max_length=10_000), "resources": normalize_quotas(reader)}
+    return normalized, reader.problems
+
+
+def normalize_project(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
+    reader = _Reader(body, where)
+    reader.reject_unknown({"name", *PROJECT_FIELDS})
+    if "name" in reader.body and reader.body["name"] != name:
+        reader.fail("name", f"'{reader.body['name']}' does not match the project name '{name}'")
+    department = reader.string("department", max_length=128)
+    if not department:
+        reader.fail("department", "is required: the department the project belongs to")
+    namespaces = reader.names("namespaces") or [default_namespace(name)]
+    for namespace in namespaces:
+        problem = namespace_problem(namespace)
+        if problem:
+            reader.fail("namespaces", f"'{namespace}': {problem}")
+    if len(set(namespaces)) != len(namespaces):
+        reader.fail("namespaces", "names a namespace twice")
+    normalized = {
+        "description": reader.string("description", max_length=10_000),
+        "department": department,
+        "namespaces": sorted(set(namespaces)),
+        "resources": normalize_quotas(reader),
+    }
+    return normalized, reader.problems
+
+
+NAMESPACE_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def default_namespace(project: str) -> str:
+    """Run:ai's namespace of a project, ``runai-<name>``, made a valid namespace name (``My_Team`` -> ``my-team``)."""
+    return re.sub(r"[^a-z0-9-]", "-", f"runai-{project}".lower())[:63].rstrip("-")
+
+
+def namespace_problem(name: str) -> str | None:
+    """Why ``name`` is not a Kubernetes namespace name (a DNS-1123 label), or None."""
+    if len(name) > 63 or not NAMESPACE_RE.match(name):
+        return "a namespace is at most 63 lower-case letters, digits and '-', starting and ending alphanumeric"
+    return None
+
+
 def normalize_body(config_type: ConfigType, name: str, body: Any) -> Any:
     """The canonical body of one object; raises ConfigError listing every problem with its field path."""
     where = f"{TYPE_LABELS[config_type]} '{name}'"
@@ -442,6 +596,10 @@ def normalize_body(config_type: ConfigType, name: str, body: Any) -> Any:
         normalized, found = normalize_resource_validation(body, where, name)
     elif config_type == ConfigType.POOL:
         normalized, found = normalize_pool(body, where, name)
+    elif config_type == ConfigType.DEPARTMENT:
+        normalized, found = normalize_department(body, where, name)
+    elif config_type == ConfigType.PROJECT:
+        normalized, found = normalize_project(body, where, name)
     else:
         normalized, found = normalize_role(body, where, name)
     problems.extend(found)
@@ -478,3 +636,14 @@ def pool_body(pool) -> dict:
 
 def role_body(role) -> dict:
     return {name: getattr(role, name) for name in ROLE_FIELDS}
+
+
+def department_body(department) -> dict:
+    return {name: getattr(department, name) for name in DEPARTMENT_FIELDS}
+
+
+def project_body(project) -> dict:
+    """A project's body (its department's name read through the relation: select it first)."""
+    return {
+        name: project.department.name if name == "department" else getattr(project, name) for name in PROJECT_FIELDS
+    }

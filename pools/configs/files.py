@@ -20,6 +20,8 @@ BUNDLE_KEYS = {
     "resource_validations": ConfigType.RESOURCE_VALIDATION,
     "pools": ConfigType.POOL,
     "roles": ConfigType.ROLE,
+    "departments": ConfigType.DEPARTMENT,
+    "projects": ConfigType.PROJECT,
 }
 
 

@@ -1,4 +1,5 @@
-"""Rules that span objects: what a pool refers to, who uses an object, and that every reference resolves."""
+"""Rules that span objects: what a pool, a department or a project refers to, who uses an object, and that every
+reference resolves."""
 
 from __future__ import annotations
 
@@ -41,6 +42,51 @@ def default_pool_of(state: dict, pool_name: str) -> str | None:
         if backend.get("default_pool") == pool_name:
             return backend_name
     return None
+
+
+def quota_pools(body: dict) -> list[str]:
+    """The pools a department's or project's quotas name."""
+    return [entry["nodePool"] for entry in body.get("resources", [])]
+
+
+def quota_holders(state: dict, pool_name: str) -> list[str]:
+    """The departments and projects with a quota on ``pool_name``, as ``department 'a'``, sorted."""
+    return [
+        f"{TYPE_LABELS[config_type]} '{name}'"
+        for config_type in (ConfigType.DEPARTMENT, ConfigType.PROJECT)
+        for name, body in sorted(state.get(config_type, {}).items())
+        if pool_name in quota_pools(body)
+    ]
+
+
+def department_projects(state: dict, department: str) -> list[str]:
+    """The projects of ``department``, sorted."""
+    return sorted(name for name, body in state.get(ConfigType.PROJECT, {}).items() if body["department"] == department)
+
+
+def _quota_problems(state: dict) -> list[Problem]:
+    """A project's department exists; every quota names an existing pool; a namespace has one project."""
+    problems = []
+    pools = state.get(ConfigType.POOL, {})
+    departments = state.get(ConfigType.DEPARTMENT, {})
+    owners: dict[str, str] = {}
+    for config_type in (ConfigType.DEPARTMENT, ConfigType.PROJECT):
+        for name, body in sorted(state.get(config_type, {}).items()):
+            where = f"{TYPE_LABELS[config_type]} '{name}'"
+            for index, pool in enumerate(quota_pools(body)):
+                if pool not in pools:
+                    problems.append(Problem(f"{where}.resources[{index}].nodePool", f"pool '{pool}' does not exist"))
+            if config_type != ConfigType.PROJECT:
+                continue
+            if body["department"] not in departments:
+                problems.append(Problem(f"{where}.department", f"department '{body['department']}' does not exist"))
+            for namespace in body["namespaces"]:
+                owner = owners.setdefault(namespace, name)
+                if owner != name:
+                    problems.append(
+                        Problem(f"{where}.namespaces", f"namespace '{namespace}' belongs to project '{owner}'")
+                    )
+    return problems
 
 
 def validate_state(state: dict) -> None:
@@ -87,5 +133,6 @@ def validate_state(state: dict) -> None:
                             f"{TYPE_LABELS[ref_type]} '{ref}' does not exist",
                         )
                     )
+    problems.extend(_quota_problems(state))
     if problems:
         raise ConfigError(problems)

@@ -84,3 +84,51 @@ def parse_revision_ref(text: str) -> tuple[ConfigType, int]:
     except ConfigError:
         raise ConfigError(f"'{text}' is not TYPE:REVISION (for example POOL:3)") from None
     return parse_config_type(type_text), revision
+
+
+# ``--resources nodepool=P,gpu-deserved=N,...`` (Run:ai's CLI words) -> a quota entry's (section, figure).
+QUOTA_SPEC_KEYS = {
+    "gpu-deserved": ("gpu", "deserved"),
+    "gpu-limit": ("gpu", "limit"),
+    "over-quota-weight": ("gpu", "overQuotaWeight"),
+    "gpu-over-quota-weight": ("gpu", "overQuotaWeight"),
+    "cpu-deserved": ("cpu", "deserved"),
+    "cpu-limit": ("cpu", "limit"),
+    "memory-deserved": ("memory", "deserved"),
+    "memory-limit": ("memory", "limit"),
+}
+
+
+def quota_figure(text: str) -> int | float | str | None:
+    """One figure as typed: a number, or a weight's name (``High``); ``None``/``null`` as no over-quota."""
+    value = variable_value(text)
+    if isinstance(value, str) and value.strip().lower() in ("null", "~"):
+        return None
+    return value
+
+
+def parse_quota_spec(text: str) -> dict:
+    """``nodepool=P,gpu-deserved=4,gpu-limit=8,over-quota-weight=2`` as a quota entry (``resources[i]``).
+
+    Figures not given are left out (the entry's defaults, or what ``quota set`` keeps, apply). The entry is
+    checked as a whole by the document's reader; this only splits the words and names a bad one.
+    """
+    entry: dict = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise ConfigError(f"'{item}' in --resources is not KEY=VALUE")
+        if key in ("nodepool", "node-pool", "pool"):
+            entry["nodePool"] = value.strip()
+        elif key == "priority":
+            entry["priority"] = variable_value(value)
+        elif key in QUOTA_SPEC_KEYS:
+            section, figure = QUOTA_SPEC_KEYS[key]
+            entry.setdefault(section, {})[figure] = quota_figure(value)
+        else:
+            words = ", ".join(["nodepool", "priority", *QUOTA_SPEC_KEYS])
+            raise ConfigError(f"unknown --resources key '{key}'; expected one of {words}")
+    if "nodePool" not in entry:
+        raise ConfigError(f"--resources '{text}' names no nodepool=POOL")
+    return entry

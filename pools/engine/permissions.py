@@ -12,7 +12,7 @@ A permission is an action on a resource type: ``VIEW_POOL.on("team-a")`` is the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 
@@ -24,6 +24,8 @@ class ResourceType(StrEnum):
     CONFIG = "config"
     ROLE = "role"
     USER = "user"
+    DEPARTMENT = "department"
+    PROJECT = "project"
 
 
 class Action(StrEnum):
@@ -44,6 +46,9 @@ class Action(StrEnum):
     AUTH_LOGIN = "auth:Login"
     PROFILE_READ = "profile:Read"
     PROFILE_UPDATE = "profile:Update"
+    DEPARTMENT_READ = "department:Read"
+    DEPARTMENT_UPDATE = "department:Update"
+    PROJECT_READ = "project:Read"
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,18 @@ CHANGE_USER = Permission(
     ResourceType.USER,
     "create the user or service account, give it roles (never more than one holds), make its tokens",
 )
+VIEW_DEPARTMENT = Permission(
+    "view_department", Action.DEPARTMENT_READ, ResourceType.DEPARTMENT, "see the department and its quotas"
+)
+MANAGE_DEPARTMENT = Permission(
+    "manage_department",
+    Action.DEPARTMENT_UPDATE,
+    ResourceType.DEPARTMENT,
+    "create, change and delete the department's projects and their quotas (with config:Update on config/PROJECT)",
+)
+VIEW_PROJECT = Permission(
+    "view_project", Action.PROJECT_READ, ResourceType.PROJECT, "see the project, its quotas and its workloads"
+)
 LIST_FLEET = Permission(
     "list_fleet", Action.RESOURCE_LIST, None, "see every node and pod, in a pool or not, and fleet-wide usage"
 )
@@ -118,6 +135,9 @@ PERMISSIONS: tuple[Permission, ...] = (
     VIEW_ROLE,
     VIEW_USER,
     CHANGE_USER,
+    VIEW_DEPARTMENT,
+    MANAGE_DEPARTMENT,
+    VIEW_PROJECT,
     LIST_FLEET,
     READ_METRICS,
     READ_PROFILE,
@@ -131,6 +151,8 @@ OBJECT_READ: dict[str, Permission] = {
     "RESOURCE_VALIDATION": VIEW_CONFIG,
     "POOL": VIEW_POOL,
     "ROLE": VIEW_ROLE,
+    "DEPARTMENT": VIEW_DEPARTMENT,
+    "PROJECT": VIEW_PROJECT,
 }
 
 
@@ -240,6 +262,8 @@ def _config_doors(plural: str, config_type: str, reads: Permission) -> list[Door
     ]
 
 
+_MANAGED = "and department:Update on the project's department, before and after the change"
+
 DOORS: tuple[Door, ...] = (
     # REST API: config objects
     *_config_doors("backends", "BACKEND", VIEW_BACKEND),
@@ -324,6 +348,14 @@ DOORS: tuple[Door, ...] = (
         note="a node of a visible pool; writes the label in the cluster",
     ),
     # REST API: quotas per node pool (SEMANTICS §9)
+    *_config_doors("departments", "DEPARTMENT", VIEW_DEPARTMENT),
+    *(
+        door if door.method == "GET" else replace(door, note=_MANAGED)
+        for door in _config_doors("projects", "PROJECT", VIEW_PROJECT)
+    ),
+    Door(
+        "GET /api/quotas/", VIEW_POOL, rows=True, note="departments and projects the reader may see, per visible pool"
+    ),
     Door("POST /api/quotas/simulate/", signed_in=True, note="KAI's fair-share simulator; reads and writes no data"),
     # REST API: people
     Door("GET /api/users/", VIEW_USER, rows=True),
@@ -460,6 +492,12 @@ DOORS: tuple[Door, ...] = (
         acts_on="{backend}",
         note="a node of a visible pool",
     ),
+    Door("poolctl department|project list", VIEW_DEPARTMENT, rows=True, note="and project:Read for projects"),
+    Door(
+        "poolctl department|project create", VIEW_DEPARTMENT, CHANGE_CONFIG, acts_on="DEPARTMENT|PROJECT", note=_MANAGED
+    ),
+    Door("poolctl quota list [--pool P]", VIEW_POOL, rows=True, note="departments and projects the reader may see"),
+    Door("poolctl quota set UNIT --pool P", VIEW_POOL, CHANGE_CONFIG, acts_on="DEPARTMENT|PROJECT", note=_MANAGED),
     Door("poolctl quota simulate --file F", signed_in=True, note="the fair-share simulator; reads and writes no data"),
     Door("poolctl role set osmo-PREFIX pool", VIEW_ROLE, CHANGE_CONFIG, acts_on="ROLE"),
     Door("poolctl user create|set-roles|list", VIEW_USER, CHANGE_USER, acts_on="NAME"),

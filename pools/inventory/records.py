@@ -302,6 +302,31 @@ def node_record(obj: Any, warnings: list[str], *, trust_resource_version: bool =
     )
 
 
+# Run:ai's fractional GPUs: a pod without an nvidia.com/gpu request asking for part of a GPU (SEMANTICS §9).
+GPU_FRACTION_ANNOTATION = "gpu-fraction"
+GPU_FRACTION_DEVICES_ANNOTATION = "gpu-fraction-num-devices"
+
+
+def gpu_fraction(annotations: Any, where: str, warnings: list[str]) -> Decimal:
+    """The GPUs a Run:ai fraction asks for (``gpu-fraction`` × ``gpu-fraction-num-devices``), else 0."""
+    if not isinstance(annotations, dict) or GPU_FRACTION_ANNOTATION not in annotations:
+        return Decimal(0)
+    text, devices = (
+        str(annotations[GPU_FRACTION_ANNOTATION]),
+        str(annotations.get(GPU_FRACTION_DEVICES_ANNOTATION, "1")),
+    )
+    try:
+        fraction, count = Decimal(text[:32]), int(devices[:6])
+    except (ArithmeticError, ValueError):
+        fraction, count = Decimal(-1), 0
+    if not (fraction.is_finite() and 0 < fraction <= 1 and 1 <= count <= 64):
+        warnings.append(
+            f"{where}: gpu-fraction '{text[:32]}' x {devices[:6]} is not a fraction of 1 GPU on 1-64 devices"
+        )
+        return Decimal(0)
+    return (fraction * count).quantize(Decimal("0.001"))
+
+
 def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = False) -> PodRecord | None:
     """A PodRecord from a Kubernetes Pod object; None for terminated pods and (with a warning) nameless ones."""
     metadata = obj.get("metadata") if isinstance(obj, dict) else None
@@ -328,7 +353,7 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
         cpu=requests.get("cpu", Decimal(0)),
         memory=int(requests.get("memory", 0)),
         storage=int(requests.get("ephemeral-storage", 0)),
-        gpu=requests.get(GPU, Decimal(0)),
+        gpu=requests.get(GPU) or gpu_fraction(metadata.get("annotations"), f"pod {namespace}/{name}", warnings),
         mig_devices={
             resource[len(MIG_PREFIX) :]: int(amount.to_integral_value(rounding="ROUND_CEILING"))
             for resource, amount in requests.items()

@@ -26,6 +26,18 @@ class _Meta(msgspec.Struct, omit_defaults=True):
     creationTimestamp: str = ""  # noqa: N815
 
 
+class _PodAnnotations(msgspec.Struct, omit_defaults=True):
+    """Only the annotations accounting reads (Run:ai's GPU fractions): others, such as kubectl's last applied
+    configuration, are skipped unread."""
+
+    gpu_fraction: str | None = msgspec.field(default=None, name="gpu-fraction")
+    gpu_fraction_num_devices: str | None = msgspec.field(default=None, name="gpu-fraction-num-devices")
+
+
+class _PodMeta(_Meta, omit_defaults=True):
+    annotations: _PodAnnotations | None = None
+
+
 class _Address(msgspec.Struct, omit_defaults=True):
     type: str = ""
     address: str = ""
@@ -87,7 +99,7 @@ class _PodStatus(msgspec.Struct, omit_defaults=True):
 
 class _Pod(msgspec.Struct, omit_defaults=True):
     kind: str = "Pod"
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    metadata: _PodMeta = msgspec.field(default_factory=_PodMeta)
     spec: _PodSpec | None = None
     status: _PodStatus | None = None
 

@@ -87,4 +87,11 @@ from .pools import (
     pool_status,
     pools_visible,
 )
-from .quotas import quota_simulate
+from .quotas import (
+    departments_queryset,
+    departments_visible,
+    projects_queryset,
+    projects_visible,
+    quota_figures,
+    quota_simulate,
+)

@@ -16,14 +16,16 @@ from accounts.access import is_system
 from accounts.models import Role
 
 from ..choices import TYPE_LABELS, ConfigType, RevisionAction
-from ..configs.fields import backend_body, pool_body, role_body
+from ..configs.fields import backend_body, department_body, pool_body, project_body, role_body
 from ..engine.errors import NotFound
 from ..filtersets import ConfigRevisionFilterSet, filtered
 from ..models import (
     Backend,
     ConfigRevision,
+    Department,
     PodTemplate,
     Pool,
+    Project,
     ResourceValidation,
 )
 from ..querysets import visible_object, visible_objects
@@ -43,6 +45,10 @@ def config_state(types: Iterable[ConfigType] | None = None) -> dict[ConfigType, 
         elif config_type == ConfigType.POOL:
             pools = Pool.objects.select_related("backend").prefetch_related("platforms")
             state[config_type] = {p.name: pool_body(p) for p in pools}
+        elif config_type == ConfigType.DEPARTMENT:
+            state[config_type] = {d.name: department_body(d) for d in Department.objects.all()}
+        elif config_type == ConfigType.PROJECT:
+            state[config_type] = {p.name: project_body(p) for p in Project.objects.select_related("department")}
         else:
             state[config_type] = {r.name: role_body(r) for r in Role.objects.all()}
     return state

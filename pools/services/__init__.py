@@ -40,6 +40,7 @@ from .inventory import (
     watch_events_apply,
 )
 from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, writable_backend
+from .quotas import department_create, project_create, quota_set
 from .usage import usage_history_compact, usage_sample_record
 
 __all__ = [
@@ -67,6 +68,9 @@ __all__ = [
     "config_update",
     "config_write_lock",
     "demo_install",
+    "department_create",
+    "project_create",
+    "quota_set",
     "lease_acquire",
     "lease_owner",
     "lease_release",

@@ -26,17 +26,20 @@ from pools.choices import TYPE_LABELS, ConfigType, RevisionAction
 from pools.configs import (
     body_etag,
     default_pool_of,
+    department_projects,
     normalize_body,
     pool_references,
+    quota_holders,
+    quota_pools,
     split_document,
     users_of,
     validate_state,
 )
 from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound, Problem, Stale
-from pools.engine.permissions import CHANGE_CONFIG, pool_role_policy_data
+from pools.engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT, pool_role_policy_data
 from pools.engine.policy import parse_policies, ungranted
-from pools.models import Backend, ConfigRevision, PodTemplate, Pool, ResourceValidation
-from pools.querysets import visible_object
+from pools.models import Backend, ConfigRevision, Department, PodTemplate, Pool, Project, ResourceValidation
+from pools.querysets import hidden_quota_pools, visible_object
 
 from .access import pool_permissions_sync
 from .actors import Actor
@@ -101,7 +104,7 @@ def config_apply(
         requested = changes(current) if callable(changes) else changes
         requested = {ConfigType(config_type): entries for config_type, entries in requested.items()}
         authorize_names(actor, requested)
-        proposed = _normalized(requested, normalized)
+        proposed = _keep_hidden_quotas(actor.principal, current, _normalized(requested, normalized))
         authorize_change(actor, current, proposed)
         _check_expectations(current, expect or {})
         state = copy.deepcopy(current)
@@ -205,6 +208,8 @@ def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
 
     - A pool may newly refer only to backends, templates and validations the actor may see (their absence
       is reported as for a missing object).
+    - Departments and projects may newly hold quotas only on pools the actor may see; a project is changed
+      only by someone who manages its department (``MANAGE_DEPARTMENT``), before and after the change (403).
     - No escalation: a role after the change may allow nothing the actor is not allowed (403).
     """
     principal = actor.principal
@@ -221,6 +226,7 @@ def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
                 if (ref_type, ref) not in known and not visible_object(principal, ref_type, ref):
                     missing = f"{TYPE_LABELS[ref_type]} '{ref}' does not exist"
                     problems.append(Problem(f"pool '{name}'.{field}", missing))
+    problems.extend(_authorize_quota_change(principal, current, proposed))
     if problems:
         raise ConfigError(problems)
     writer = user_roles(principal)
@@ -231,6 +237,50 @@ def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
         if missing:
             more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
             raise AccessDenied(f"role '{name}' would allow {missing[0]}{more}, which you are not allowed yourself")
+
+
+def _keep_hidden_quotas(principal, current: dict, proposed: Changes) -> Changes:
+    """A unit's quotas on pools hidden from the writer stay as they are, whatever the change says of them.
+
+    The writer never saw them (``quotas_visible``), so a body they send lacks them: they are taken from the
+    current body. A quota newly naming a hidden pool is left for ``authorize_change`` to refuse.
+    """
+    for config_type in (ConfigType.DEPARTMENT, ConfigType.PROJECT):
+        for name, body in proposed.get(config_type, {}).items():
+            before = current[config_type].get(name)
+            if body is None or before is None:
+                continue
+            hidden = hidden_quota_pools(principal, before)
+            if not hidden:
+                continue
+            entries = {entry["nodePool"]: entry for entry in body["resources"]}
+            entries.update({entry["nodePool"]: entry for entry in before["resources"] if entry["nodePool"] in hidden})
+            proposed[config_type][name] = {**body, "resources": [entries[pool] for pool in sorted(entries)]}
+    return proposed
+
+
+def _authorize_quota_change(principal, current: dict, proposed: Changes) -> list[Problem]:
+    """Quotas newly only on visible pools; a project changed only by a manager of its department (SEMANTICS §9)."""
+    problems = []
+    for config_type in (ConfigType.DEPARTMENT, ConfigType.PROJECT):
+        label = TYPE_LABELS[config_type]
+        for name, body in proposed.get(config_type, {}).items():
+            before = current[config_type].get(name)
+            known = set(quota_pools(before)) if before else set()
+            for index, pool in enumerate(quota_pools(body) if body else []):
+                if pool not in known and not visible_object(principal, ConfigType.POOL, pool):
+                    where = f"{label} '{name}'.resources[{index}].nodePool"
+                    problems.append(Problem(where, f"pool '{pool}' does not exist"))
+            if config_type != ConfigType.PROJECT:
+                continue
+            for department in sorted({state["department"] for state in (before, body) if state}):
+                if not visible_object(principal, ConfigType.DEPARTMENT, department):
+                    where = f"{label} '{name}'.department"
+                    problems.append(Problem(where, f"department '{department}' does not exist"))
+                    continue
+                what = f"changing the projects of department '{department}'"
+                require(principal, MANAGE_DEPARTMENT, department, what=what)
+    return problems
 
 
 def _validate_change(current: dict, state: dict) -> None:
@@ -268,6 +318,12 @@ def _check_change(config_type: ConfigType, name: str, body: Any, current: dict) 
         if config_type == ConfigType.POOL and default_pool_of(current, name):
             backend = default_pool_of(current, name)
             return [Problem("", f"{label} is the default pool of backend '{backend}' and cannot be deleted")]
+        if config_type == ConfigType.POOL and quota_holders(current, name):
+            holders = quota_holders(current, name)
+            return [Problem("", f"{label} holds quotas of {', '.join(holders)}; remove them first")]
+        if config_type == ConfigType.DEPARTMENT and department_projects(current, name):
+            projects = ", ".join(department_projects(current, name))
+            return [Problem("", f"{label} still has projects ({projects}); delete or move them first")]
         users = users_of(current, config_type, name)
         if users:
             return [Problem("", f"{label} is used by pool{'s' if len(users) > 1 else ''} {', '.join(users)}")]
@@ -309,6 +365,8 @@ def _write(config_type: ConfigType, name: str, body: Any) -> None:
         ConfigType.RESOURCE_VALIDATION: ResourceValidation,
         ConfigType.POOL: Pool,
         ConfigType.ROLE: Role,
+        ConfigType.DEPARTMENT: Department,
+        ConfigType.PROJECT: Project,
     }[config_type]
     if config_type == ConfigType.ROLE:
         # A role is held through the Django group of the same name (accounts.access).
@@ -324,6 +382,10 @@ def _write(config_type: ConfigType, name: str, body: Any) -> None:
         ResourceValidation.objects.update_or_create(name=name, defaults={"rules": body})
     elif config_type == ConfigType.POOL:
         _write_pool(name, body)
+    elif config_type == ConfigType.PROJECT:
+        Project.objects.update_or_create(
+            name=name, defaults={**body, "department": Department.objects.get(name=body["department"])}
+        )
     else:
         model.objects.update_or_create(name=name, defaults=body)
 

@@ -38,6 +38,9 @@ CEILINGS = {
     "/api/configs/POOL/": 5,  # 2
     "/api/configs/POOL/diff/?from=1": 7,  # 4
     "/api/users/": 7,  # 4
+    "/api/departments/": 6,  # 3
+    "/api/projects/": 6,  # 3
+    "/api/quotas/": 10,  # 7
 }
 LISTS = list(CEILINGS)
 # Lists the catalogue names with a path parameter, and the value the URLs above give it.
@@ -70,6 +73,16 @@ def populate(cluster, actor, size: int, name: str) -> None:
         },
         actor=actor,
     )
+    quota = [{"nodePool": "pool-0", "gpu": {"deserved": 1}}]
+    services.config_apply(
+        changes={
+            ConfigType.DEPARTMENT: {f"{name}-dept-{i}": {"resources": quota} for i in range(size)},
+            ConfigType.PROJECT: {
+                f"{name}-proj-{i}": {"department": f"{name}-dept-{i}", "resources": quota} for i in range(size)
+            },
+        },
+        actor=actor,
+    )
     for i in range(size):
         person(f"{name}-person-{i}", f"role-{i}", password=None)
     now = timezone.now()
@@ -93,7 +106,8 @@ def test_list_endpoints_stay_under_their_ceiling_for_few_rows_and_many(who, clus
     if who == "admin":
         user = person("admin", is_superuser=True)
     else:
-        granted = role("reader", {"actions": ["*:Read"], "resources": ["pool/pool-*", "backend/*", "role/*"]})
+        resources = ["pool/pool-*", "backend/*", "role/*", "department/*", "project/*"]
+        granted = role("reader", {"actions": ["*:Read"], "resources": resources})
         user = person("scoped", granted)
     client = client_for(user)
     populate(cluster, actor, 3, "small")

@@ -76,6 +76,15 @@ def estate(live_server, cluster, actor):
         },
         actor=actor,
     )
+    # A department and a project with quotas on both pools: who may not see zebra-pool never sees its quota.
+    quotas = [{"nodePool": "alpha-pool", "gpu": {"deserved": 1}}, {"nodePool": SECRET, "gpu": {"deserved": 1}}]
+    services.config_apply(
+        changes={
+            ConfigType.DEPARTMENT: {"dept-alpha": {"resources": quotas}},
+            ConfigType.PROJECT: {"proj-alpha": {"department": "dept-alpha", "resources": quotas}},
+        },
+        actor=actor,
+    )
     services.usage_sample_record()
     poolctl("role", "set", "osmo-alpha", "pool")
     role(
@@ -144,6 +153,8 @@ def bindings(door: Door) -> list[dict]:
         ("/api/pod_templates/", ["tpl-alpha"]),
         ("/api/resource_validations/", ["default_cpu"]),
         ("/api/roles/", ["osmo-alpha", "osmo-admin"]),
+        ("/api/departments/", ["dept-alpha"]),
+        ("/api/projects/", ["proj-alpha"]),
         ("/api/nodes/", ["n-alpha", "n-zebra"]),
         ("/nodes/", ["n-alpha", "n-zebra"]),
     ):
@@ -187,6 +198,10 @@ def body_for(door: Door, params: dict) -> dict:
         return {"name": "matrix"}
     if path == "/api/label_pools/":
         return {"kind": "pool", "version": "v0.1", "pool": {"name": new}, "nodes": {"n-alpha": {}}}
+    if path == "/api/departments/":
+        return {"name": "dept-new", "resources": [{"nodePool": "alpha-pool"}]}
+    if path == "/api/projects/":
+        return {"name": "proj-new", "department": "dept-alpha"}
     if path == "/api/quotas/simulate/":
         return {"capacity": 8, "queues": [{"name": "alpha", "request": 4}]}
     if path == "/label-pools/new/":

@@ -23,9 +23,11 @@ from accounts.tokens import parse_lifetime
 from pools import cli, selectors, services
 from pools.choices import ChangeOrigin
 from pools.configs import (
+    QUOTA_SPEC_KEYS,
     gpuctl_file_parse,
     parse_assignments,
     parse_config_type,
+    parse_quota_spec,
     parse_revision_number,
     parse_revision_ref,
     read_document,
@@ -166,7 +168,49 @@ class Command(BaseCommand):
         _filter_options(p, NodeFilterSet)
         _format_option(p)
 
+        resources_help = (
+            "a quota on one node pool: nodepool=P,gpu-deserved=N,gpu-limit=M,over-quota-weight=W"
+            "[,cpu-deserved=C,cpu-limit=C,memory-deserved=MiB,memory-limit=MiB,priority=N] (repeat per pool)"
+        )
+        department = groups.add_parser("department", help="Run:ai departments").add_subparsers(
+            dest="verb", required=True
+        )
+        p = department.add_parser("create", help="a department with quotas per node pool")
+        p.add_argument("name")
+        p.add_argument("--description", default="")
+        p.add_argument("--resources", action="append", default=[], metavar="SPEC", help=resources_help)
+        p = department.add_parser("list", help="departments with their quotas and projects")
+        p.add_argument("--json", action="store_true")
+        project = groups.add_parser("project", help="Run:ai projects").add_subparsers(dest="verb", required=True)
+        p = project.add_parser("create", help="a project of a department, owning its namespaces' workloads")
+        p.add_argument("name")
+        p.add_argument("--department", required=True)
+        p.add_argument("--namespace", dest="namespaces", action="append", default=[], help="default: runai-NAME")
+        p.add_argument("--description", default="")
+        p.add_argument("--resources", action="append", default=[], metavar="SPEC", help=resources_help)
+        p = project.add_parser("list", help="projects with their department, namespaces and quotas")
+        p.add_argument("--department")
+        p.add_argument("--json", action="store_true")
+
         quota = groups.add_parser("quota", help="quotas per node pool").add_subparsers(dest="verb", required=True)
+        p = quota.add_parser("list", help="every department's and project's quota, allocation and fair share per pool")
+        p.add_argument("--pool")
+        p.add_argument("--json", action="store_true")
+        p = quota.add_parser("set", help="set a department's or project's quota on one node pool")
+        p.add_argument("unit", metavar="UNIT", help="a department or project (department/NAME, project/NAME)")
+        p.add_argument("--pool", required=True)
+        for flag, what in (
+            ("--gpu-deserved", "GPUs guaranteed (-1: the whole pool)"),
+            ("--gpu-limit", "GPUs at most (-1: unlimited)"),
+            ("--over-quota-weight", "0 Lowest, 1 Low, 2 Medium, 3 High, None (no over-quota)"),
+            ("--cpu-deserved", "CPU cores guaranteed"),
+            ("--cpu-limit", "CPU cores at most"),
+            ("--memory-deserved", "CPU memory guaranteed, MiB"),
+            ("--memory-limit", "CPU memory at most, MiB"),
+            ("--priority", "rank among siblings, higher first (100)"),
+        ):
+            p.add_argument(flag, help=what)
+        self._change_options(p)
         p = quota.add_parser("simulate", help="fair shares of a pool's GPUs, as KAI Scheduler divides them")
         p.add_argument("--file", "-f", required=True, metavar="FILE", help='{"capacity": N, "queues": [...]}')
         p.add_argument("--json", action="store_true")
@@ -555,6 +599,54 @@ class Command(BaseCommand):
         self.out(f"node/{change.node_name} labeled {change.key}={change.new_value}")
 
     # quotas -----------------------------------------------------------------------------------------------
+
+    def do_department_create(self, o):
+        resources = [parse_quota_spec(spec) for spec in o["resources"]]
+        self.report(
+            services.department_create(
+                name=o["name"], description=o["description"], resources=resources, actor=self.actor
+            )
+        )
+
+    def do_department_list(self, o):
+        departments = selectors.departments_visible(user=self.principal)
+        self.out(cli.as_json({"departments": departments}) if o["json"] else cli.department_list_text(departments))
+
+    def do_project_create(self, o):
+        resources = [parse_quota_spec(spec) for spec in o["resources"]]
+        self.report(
+            services.project_create(
+                name=o["name"],
+                department=o["department"],
+                namespaces=o["namespaces"],
+                description=o["description"],
+                resources=resources,
+                actor=self.actor,
+            )
+        )
+
+    def do_project_list(self, o):
+        projects = selectors.projects_visible(user=self.principal, department=o["department"])
+        self.out(cli.as_json({"projects": projects}) if o["json"] else cli.project_list_text(projects))
+
+    def do_quota_list(self, o):
+        rows = selectors.quota_figures(user=self.principal, pool=o["pool"])
+        self.out(cli.as_json({"quotas": rows}) if o["json"] else cli.quota_list_text(rows))
+
+    def do_quota_set(self, o):
+        words = {"priority": o["priority"]} | {
+            key: o[key.replace("-", "_")] for key in QUOTA_SPEC_KEYS if key.replace("-", "_") in o
+        }
+        spec = ",".join([f"nodepool={o['pool']}", *(f"{key}={value}" for key, value in words.items() if value)])
+        figures = parse_quota_spec(spec)
+        figures.pop("nodePool")
+        if not figures:
+            raise Error("give at least one figure to set (--gpu-deserved, --gpu-limit, --over-quota-weight, ...)")
+        self.report(
+            services.quota_set(
+                unit=o["unit"], pool=o["pool"], figures=figures, actor=self.actor, description=o["description"]
+            )
+        )
 
     def do_quota_simulate(self, o):
         document = read_document(o["file"])

@@ -1,0 +1,89 @@
+"""Departments, projects and their quotas per node pool (SEMANTICS §9): Run:ai's verbs over ``config_apply``.
+
+Each is one config change, so it is checked, authorised (a project by a manager of its department), recorded
+as a revision and can be rolled back like every other; none writes a row itself.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from pools.choices import TYPE_LABELS, ConfigType
+from pools.engine.errors import ConfigError, NotFound
+from pools.models import ConfigRevision
+
+from .actors import Actor
+from .config import ABSENT, config_apply
+
+
+def department_create(*, name: str, actor: Actor, description: str = "", resources: list[dict] = ()) -> list:
+    """A new department with quotas per node pool (409 when the name is taken)."""
+    body = {"description": description, "resources": list(resources)}
+    return config_apply(
+        changes={ConfigType.DEPARTMENT: {name: body}},
+        actor=actor,
+        expect={(ConfigType.DEPARTMENT, name): ABSENT},
+    )
+
+
+def project_create(
+    *,
+    name: str,
+    department: str,
+    actor: Actor,
+    namespaces: list[str] = (),
+    description: str = "",
+    resources: list[dict] = (),
+) -> list:
+    """A new project of ``department`` (its namespaces default to ``runai-<name>``)."""
+    body = {
+        "description": description,
+        "department": department,
+        "namespaces": list(namespaces),
+        "resources": list(resources),
+    }
+    return config_apply(
+        changes={ConfigType.PROJECT: {name: body}},
+        actor=actor,
+        expect={(ConfigType.PROJECT, name): ABSENT},
+    )
+
+
+def quota_set(*, unit: str, pool: str, figures: dict, actor: Actor, description: str = "") -> list[ConfigRevision]:
+    """Set some figures of ``unit``'s quota on ``pool``, keeping the others (Run:ai's defaults for a new entry).
+
+    ``unit`` is a department or a project, or ``department/NAME`` / ``project/NAME`` when both exist.
+    ``figures`` is part of a quota entry: ``{"priority": 100, "gpu": {"deserved": 4}, "cpu": {...}}``.
+    """
+
+    def change(current: dict) -> dict:
+        config_type, name = _unit(current, unit)
+        body = copy.deepcopy(current[config_type][name])
+        entries = {entry["nodePool"]: entry for entry in body["resources"]}
+        entry = entries.setdefault(pool, {"nodePool": pool})
+        for key, value in figures.items():
+            if isinstance(value, dict) and isinstance(entry.get(key), dict):
+                entry[key] = {**entry[key], **value}
+            else:
+                entry[key] = value
+        body["resources"] = list(entries.values())
+        return {config_type: {name: body}}
+
+    return config_apply(changes=change, actor=actor, description=description)
+
+
+def _unit(current: dict, unit: str) -> tuple[ConfigType, str]:
+    kind, sep, name = unit.partition("/")
+    if sep:
+        types = {"department": ConfigType.DEPARTMENT, "project": ConfigType.PROJECT}
+        if kind not in types:
+            raise ConfigError(f"'{unit}' is not NAME, department/NAME or project/NAME")
+        if name not in current[types[kind]]:
+            raise NotFound(f"{TYPE_LABELS[types[kind]]} '{name}' does not exist")
+        return types[kind], name
+    found = [t for t in (ConfigType.DEPARTMENT, ConfigType.PROJECT) if unit in current[t]]
+    if not found:
+        raise NotFound(f"no department or project is named '{unit}'")
+    if len(found) > 1:
+        raise ConfigError(f"'{unit}' is both a department and a project: say department/{unit} or project/{unit}")
+    return found[0], unit

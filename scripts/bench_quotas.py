@@ -1,0 +1,168 @@
+#!/usr/bin/env python
+"""Benchmark: ``quota list`` (SEMANTICS §9) for 50 departments, 500 projects and 20 pools over 150,000 pods.
+
+Builds the cluster of ``pools.fleet.layouts.pool_cluster`` (5,000 nodes) as in ``bench_node_pools.py``, with 20
+label pools; the pods' namespaces are spread over the 500 projects' namespaces (one pod in ten labelled
+``runai/queue`` instead, one in twenty a Run:ai ``gpu-fraction``), and every department and project has a quota
+on every pool. Then, in the same run, server-side for a superuser:
+
+- ``selectors.quota_figures`` and ``GET /api/quotas/`` (10,550 rows);
+- ``fairshare.fair_shares`` alone for one pool's tree (550 units);
+- the naive way: per project, its pods read and summed by pool in Python (one query per project), then the same
+  fair shares; checked to give the same allocated and pending figures.
+
+Each is run ``--runs`` times (3) of ``--iterations`` calls; it prints the median of the run medians, their spread,
+the SQL query count and the load average before and after.
+
+    .venv/bin/python scripts/bench_quotas.py [--nodes 5000] [--pods 150000] [--pools 20] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_node_pools import ListSource, loadavg, setup_django, timed  # noqa: E402
+
+DEPARTMENTS, PROJECTS_PER_DEPARTMENT = 50, 10
+
+
+def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
+    import json
+
+    from pools import services
+    from pools.choices import ConfigType
+    from pools.fleet.layouts import POOL_LABEL, pool_cluster, pool_config
+    from pools.models import Backend
+
+    node_objects, pod_objects = pool_cluster(nodes=nodes, pods=pods, pools=pools)
+    projects = [f"proj-{d:02d}-{p}" for d in range(DEPARTMENTS) for p in range(PROJECTS_PER_DEPARTMENT)]
+    for index, pod in enumerate(pod_objects):
+        project = projects[(index * 7919) % len(projects)]
+        metadata = pod["metadata"]
+        if index % 10 == 0:
+            metadata.setdefault("labels", {})["runai/queue"] = project
+        else:
+            metadata["namespace"] = f"runai-{project}"
+        if index % 20 == 1:
+            for container in pod["spec"].get("containers", []):
+                container.get("resources", {}).get("requests", {}).pop("nvidia.com/gpu", None)
+                container.get("resources", {}).get("limits", {}).pop("nvidia.com/gpu", None)
+            metadata.setdefault("annotations", {})["gpu-fraction"] = "0.5"
+    path = inventory / "bench.json"
+    with path.open("w") as out:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": node_objects}, out)
+    names = sorted(pool_config(pools=pools)["pools"])
+    quota = [{"nodePool": name, "gpu": {"deserved": 2, "overQuotaWeight": 1 + i % 3}} for i, name in enumerate(names)]
+    services.config_apply(
+        changes={
+            ConfigType.BACKEND: {"bench": {"kind": "file", "source": str(path)}},
+            ConfigType.POOL: {
+                name: {"backend": "bench", "node_label": {"key": POOL_LABEL, "value": name}} for name in names
+            },
+        },
+        actor=services.SYSTEM,
+    )
+    services.config_apply(
+        changes={
+            ConfigType.DEPARTMENT: {f"dept-{d:02d}": {"resources": quota} for d in range(DEPARTMENTS)},
+            ConfigType.PROJECT: {
+                project: {"department": f"dept-{project[5:7]}", "resources": quota} for project in projects
+            },
+        },
+        actor=services.SYSTEM,
+    )
+    document = {"apiVersion": "v1", "kind": "List", "items": node_objects + pod_objects}
+    services.backend_sync(backend=Backend.objects.get(name="bench"), source=ListSource(document))
+
+
+def naive_usage() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
+    """(project, pool) -> (allocated, pending), one query per project and Python sums."""
+    from django.db.models.fields.json import KeyTextTransform
+
+    from pools.models import NodeMembership, Pod, Project
+
+    pools_of: dict[str, set[str]] = {}
+    for node, pool in NodeMembership.objects.values_list("node__name", "pool__name"):
+        pools_of.setdefault(node, set()).add(pool)
+    result: dict[tuple[str, str], list[Decimal]] = {}
+    for project in Project.objects.all():
+        labelled = Pod.objects.alias(queue=KeyTextTransform("runai/queue", "labels")).filter(queue=project.name)
+        pods = Pod.objects.filter(namespace__in=project.namespaces) | labelled
+        for pod in pods:
+            queue = (pod.labels or {}).get("runai/queue")
+            if queue and queue != project.name:
+                continue
+            if pod.node_name and pod.phase == "Running":
+                for pool in pools_of.get(pod.node_name, ()):
+                    result.setdefault((project.name, pool), [Decimal(0), Decimal(0)])[0] += pod.gpu
+            elif not pod.node_name and pod.pool_name:
+                result.setdefault((project.name, pod.pool_name), [Decimal(0), Decimal(0)])[1] += pod.gpu
+    return {key: (a, p) for key, (a, p) in result.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--pools", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=5)
+    args = parser.parse_args()
+    inventory = setup_django()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from accounts.access import SYSTEM
+    from pools import selectors
+    from pools.engine import fairshare
+    from pools.models import Pod
+
+    started = time.perf_counter()
+    build(inventory, args.nodes, args.pods, args.pools)
+    engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    print(f"built {Pod.objects.count()} pods, {args.pools} pools in {time.perf_counter() - started:.0f} s on {engine}")
+    rows = selectors.quota_figures(user=SYSTEM)
+    naive = naive_usage()
+    for row in rows:
+        if row["kind"] == "project":
+            allocated, pending = naive.get((row["unit"], row["pool"]), (0, 0))
+            assert abs(row["allocated"] - float(allocated)) < 1e-6 and abs(row["pending"] - float(pending)) < 1e-6, row
+    print(f"{len(rows)} rows; the naive way gives the same allocated and pending figures")
+
+    user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
+    client = Client()
+    client.force_login(user)
+    one_pool = [
+        fairshare.Queue(name=f"d{d}", deserved=2, over_quota_weight=1 + d % 3, request=40) for d in range(DEPARTMENTS)
+    ] + [
+        fairshare.Queue(name=f"p{d}-{p}", parent=f"d{d}", deserved=2, request=Decimal("4.5"))
+        for d in range(DEPARTMENTS)
+        for p in range(PROJECTS_PER_DEPARTMENT)
+    ]
+    cases = [
+        ("selectors.quota_figures", lambda: selectors.quota_figures(user=SYSTEM)),
+        ("GET /api/quotas/", lambda: client.get("/api/quotas/")),
+        ("fair_shares, one pool (550 units)", lambda: fairshare.fair_shares(800, one_pool)),
+        ("naive: one query per project", naive_usage),
+    ]
+    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
+    for name, function in cases:
+        iterations = 1 if name.startswith("naive") else args.iterations
+        figures = timed(function, args.runs, iterations)
+        print(
+            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
+            f"{args.runs}x{iterations}), {figures['queries']} SQL queries"
+        )
+    print(f"load average after: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()
