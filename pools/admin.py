@@ -20,6 +20,7 @@ from .engine.errors import AccessDenied, ConfigError
 from .models import (
     Backend,
     ConfigRevision,
+    Department,
     Lease,
     Node,
     NodeLabelChange,
@@ -29,6 +30,7 @@ from .models import (
     PodTemplate,
     Pool,
     PoolPodUsage,
+    Project,
     ResourceValidation,
     UsageSample,
 )
@@ -171,6 +173,20 @@ class PoolAdmin(ConfigAdmin):
 class RoleAdmin(ConfigAdmin):
     config_type = ConfigType.ROLE
     list_display = ["name", "description", "sync_mode", "immutable"]
+
+
+@admin.register(Department)
+class DepartmentAdmin(ConfigAdmin):
+    config_type = ConfigType.DEPARTMENT
+    list_display = ["name", "description", "created_at"]
+
+
+@admin.register(Project)
+class ProjectAdmin(ConfigAdmin):
+    config_type = ConfigType.PROJECT
+    list_display = ["name", "department", "description", "created_at"]
+    list_filter = ["department"]
+    list_select_related = ["department"]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -84,6 +84,7 @@ def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
 
 def naive_usage() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
     """(project, pool) -> (allocated, pending), one query per project and Python sums."""
+    from django.db.models import Q
     from django.db.models.fields.json import KeyTextTransform
 
     from pools.models import NodeMembership, Pod, Project
@@ -93,8 +94,9 @@ def naive_usage() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
         pools_of.setdefault(node, set()).add(pool)
     result: dict[tuple[str, str], list[Decimal]] = {}
     for project in Project.objects.all():
-        labelled = Pod.objects.alias(queue=KeyTextTransform("runai/queue", "labels")).filter(queue=project.name)
-        pods = Pod.objects.filter(namespace__in=project.namespaces) | labelled
+        pods = Pod.objects.alias(queue=KeyTextTransform("runai/queue", "labels")).filter(
+            Q(namespace__in=project.namespaces) | Q(queue=project.name)
+        )
         for pod in pods:
             queue = (pod.labels or {}).get("runai/queue")
             if queue and queue != project.name:
