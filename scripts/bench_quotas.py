@@ -83,29 +83,31 @@ def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
 
 
 def naive_usage() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
-    """(project, pool) -> (allocated, pending), one query per project and Python sums."""
-    from django.db.models import Q
-    from django.db.models.fields.json import KeyTextTransform
-
+    """(project, pool) -> (allocated, pending): every pod read as a row, summed in Python; one query per project for
+    its namespaces' pods, and one for the pods labelled ``runai/queue``."""
     from pools.models import NodeMembership, Pod, Project
 
     pools_of: dict[str, set[str]] = {}
     for node, pool in NodeMembership.objects.values_list("node__name", "pool__name"):
         pools_of.setdefault(node, set()).add(pool)
+    projects = list(Project.objects.all())
+    names = {project.name for project in projects}
     result: dict[tuple[str, str], list[Decimal]] = {}
-    for project in Project.objects.all():
-        pods = Pod.objects.alias(queue=KeyTextTransform("runai/queue", "labels")).filter(
-            Q(namespace__in=project.namespaces) | Q(queue=project.name)
-        )
-        for pod in pods:
-            queue = (pod.labels or {}).get("runai/queue")
-            if queue and queue != project.name:
-                continue
-            if pod.node_name and pod.phase == "Running":
-                for pool in pools_of.get(pod.node_name, ()):
-                    result.setdefault((project.name, pool), [Decimal(0), Decimal(0)])[0] += pod.gpu
-            elif not pod.node_name and pod.pool_name:
-                result.setdefault((project.name, pod.pool_name), [Decimal(0), Decimal(0)])[1] += pod.gpu
+
+    def count(project: str, pod) -> None:
+        if pod.node_name and pod.phase == "Running":
+            for pool in pools_of.get(pod.node_name, ()):
+                result.setdefault((project, pool), [Decimal(0), Decimal(0)])[0] += pod.gpu
+        elif not pod.node_name and pod.pool_name:
+            result.setdefault((project, pod.pool_name), [Decimal(0), Decimal(0)])[1] += pod.gpu
+
+    labelled = [pod for pod in Pod.objects.filter(labels__has_key="runai/queue") if pod.labels["runai/queue"] in names]
+    for pod in labelled:
+        count(pod.labels["runai/queue"], pod)
+    for project in projects:
+        for pod in Pod.objects.filter(namespace__in=project.namespaces):
+            if (pod.labels or {}).get("runai/queue") not in names:
+                count(project.name, pod)
     return {key: (a, p) for key, (a, p) in result.items()}
 
 

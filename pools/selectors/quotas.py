@@ -6,15 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from django.db.models import Count, Sum
-from django.db.models.fields.json import KeyTextTransform
+from django.db import connection
+from django.db.models import Count
 
 from ..configs.fields import DEFAULT_OVER_QUOTA_WEIGHT, DEFAULT_QUOTA_PRIORITY, department_body, project_body
 from ..engine import fairshare
 from ..engine.errors import NotFound
-from ..models import Department, NodeMembership, Pod, Pool, Project
+from ..models import Department, Node, NodeMembership, Pod, Pool, Project
 from ..querysets import quotas_visible
-from .gpuctl import number
 
 
 def quota_simulate(document: Mapping) -> dict:
@@ -88,62 +87,86 @@ QUEUE_LABEL = "runai/queue"
 DEFAULT_GPU_QUOTA = {"deserved": 0, "limit": -1, "overQuotaWeight": DEFAULT_OVER_QUOTA_WEIGHT}
 
 
-def _gpu_quota(resources: list[dict], pool: str) -> tuple[dict, int]:
-    """A unit's GPU quota on ``pool`` and its priority (Run:ai's defaults when it has no entry there)."""
-    for entry in resources:
-        if entry["nodePool"] == pool:
-            return entry["gpu"], entry["priority"]
-    return DEFAULT_GPU_QUOTA, DEFAULT_QUOTA_PRIORITY
+def _gpu_quotas(resources: list[dict]) -> dict[str, tuple[dict, int]]:
+    """A unit's GPU quota and priority by pool (a pool it has no entry for gives Run:ai's defaults)."""
+    return {entry["nodePool"]: (entry["gpu"], entry["priority"]) for entry in resources}
 
 
-def _pool_nodes() -> tuple[dict[int, Decimal], dict[tuple[int, str], set[int]]]:
-    """Each pool's capacity (allocatable GPUs of its available nodes, each node once) and the pools of each
-    (backend, node name). One query."""
-    capacity: dict[int, Decimal] = {}
-    pools_of: dict[tuple[int, str], set[int]] = {}
-    seen: set[tuple[int, int]] = set()
-    rows = NodeMembership.objects.values_list(
-        "pool_id", "node_id", "node__backend_id", "node__name", "node__gpu", "node__available"
+NO_QUOTA = (DEFAULT_GPU_QUOTA, DEFAULT_QUOTA_PRIORITY)
+
+
+def _figure(value: Decimal) -> int | float:
+    """A summed GPU figure for JSON: an int when whole, else a float (fractions such as 0.5 stay exact)."""
+    whole = int(value)
+    return whole if whole == value else float(value)
+
+
+def _sql(query: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            query.format(pod=Pod._meta.db_table, node=Node._meta.db_table, member=NodeMembership._meta.db_table), params
+        )
+        return cursor.fetchall()
+
+
+def _gpus(value) -> Decimal:
+    """A GPU sum as the database returns it (PostgreSQL: a Decimal; SQLite: a float, read by its shortest form)."""
+    return value if isinstance(value, Decimal) else Decimal(repr(value or 0))
+
+
+def _pool_capacity() -> dict[int, Decimal]:
+    """Each pool's capacity: allocatable GPUs of its available nodes, each node once. One query."""
+    rows = _sql(
+        "SELECT m.pool_id, SUM(n.gpu) FROM (SELECT DISTINCT pool_id, node_id FROM {member}) m "
+        "JOIN {node} n ON n.id = m.node_id WHERE n.available GROUP BY m.pool_id",
+        [],
     )
-    for pool_id, node_id, backend_id, node_name, gpu, available in rows:
-        pools_of.setdefault((backend_id, node_name), set()).add(pool_id)
-        if (pool_id, node_id) not in seen:
-            seen.add((pool_id, node_id))
-            capacity[pool_id] = capacity.get(pool_id, Decimal(0)) + (gpu if available else 0)
-    return capacity, pools_of
+    return {pool_id: _gpus(gpu) for pool_id, gpu in rows}
 
 
-def _usage(
-    projects: dict, pools: list[tuple[int, str, int]], pools_of: dict[tuple[int, str], set[int]]
-) -> dict[tuple[str, int], list[Decimal]]:
-    """``(project, pool id) -> [allocated, pending]`` GPUs; one query (pods summed by what decides their project and
-    pool).
+def _queue_label() -> tuple[str, str]:
+    """The SQL reading a pod's ``runai/queue`` label, and its parameter, on this database."""
+    if connection.vendor == "postgresql":
+        return "p.labels ->> %s", QUEUE_LABEL
+    return "json_extract(p.labels, %s)", f'$."{QUEUE_LABEL}"'
+
+
+def _usage(projects: dict, pools: list[tuple[int, str, int]]) -> dict[tuple[str, int], list[Decimal]]:
+    """``(project, pool id) -> [allocated, pending]`` GPUs; two queries, summed in the database.
 
     A project's workloads are the pods labelled ``runai/queue=<project>``, else those of its namespaces. A running
-    pod counts in every pool holding its node; a pending one (no node yet) in the pool its pool label names.
+    pod counts in every pool holding its node (each pool once, whatever its platforms); a pending one (no node yet)
+    in the pool its pool label names. SQL of its own: the pods join their nodes by (backend, name), which the ORM
+    cannot say, and 150,000 pods must be summed where they are, not read.
     """
     shown = {pool_id for pool_id, _, _ in pools}
     labelled = {(backend_id, name): pool_id for pool_id, name, backend_id in pools}
     owner = {namespace: name for name, project in projects.items() for namespace in project.namespaces}
-    groups = (
-        Pod.objects.values("backend_id", "namespace", "node_name", "phase", "pool_name")
-        .annotate(queue=KeyTextTransform(QUEUE_LABEL, "labels"), gpu=Sum("gpu"))
-        .values_list("backend_id", "namespace", "node_name", "phase", "pool_name", "queue", "gpu")
+    queue, key = _queue_label()
+    running = _sql(
+        "SELECT namespace, queue, pool_id, SUM(gpu) FROM ("
+        f"SELECT DISTINCT p.id, p.namespace AS namespace, {queue} AS queue, m.pool_id AS pool_id, p.gpu AS gpu "
+        "FROM {pod} p JOIN {node} n ON n.backend_id = p.backend_id AND n.name = p.node_name "
+        "JOIN {member} m ON m.node_id = n.id WHERE p.phase = 'Running' AND p.gpu > 0"
+        ") pools GROUP BY namespace, queue, pool_id",
+        [key],
+    )
+    pending = _sql(
+        f"SELECT p.namespace, {queue}, p.backend_id, p.pool_name, SUM(p.gpu) FROM {{pod}} p "
+        f"WHERE p.node_name = '' AND p.gpu > 0 GROUP BY p.namespace, {queue}, p.backend_id, p.pool_name",
+        [key, key],
     )
     used: dict[tuple[str, int], list[Decimal]] = {}
-    for backend_id, namespace, node_name, phase, pool_name, queue, gpu in groups:
-        project = queue if queue in projects else owner.get(namespace)
-        if project is None or not gpu:
-            continue
-        if node_name:
-            if phase != "Running":
-                continue  # bound and starting: it counts once it runs
-            targets, slot = pools_of.get((backend_id, node_name), ()), 0
-        else:
-            targets, slot = [labelled.get((backend_id, pool_name))], 1
-        for pool_id in targets:
-            if pool_id in shown:
-                used.setdefault((project, pool_id), [Decimal(0), Decimal(0)])[slot] += gpu
+
+    def add(namespace: str, label: str | None, pool_id: int | None, slot: int, gpu) -> None:
+        project = label if label in projects else owner.get(namespace)
+        if project is not None and pool_id in shown:
+            used.setdefault((project, pool_id), [Decimal(0), Decimal(0)])[slot] += _gpus(gpu)
+
+    for namespace, label, pool_id, gpu in running:
+        add(namespace, label, pool_id, 0, gpu)
+    for namespace, label, backend_id, pool_name, gpu in pending:
+        add(namespace, label, labelled.get((backend_id, pool_name)), 1, gpu)
     return used
 
 
@@ -163,13 +186,18 @@ def quota_figures(*, user, pool: str | None = None) -> list[dict]:
         pools = [row for row in pools if row[1] == pool]
         if not pools:
             raise NotFound(f"pool '{pool}' does not exist")
-    capacity, pools_of = _pool_nodes()
+    capacity = _pool_capacity()
     departments = {d.name: d for d in Department.objects.order_by("created_at", "id")}
     projects = {p.name: p for p in Project.objects.select_related("department").order_by("created_at", "id")}
+    quotas = {
+        (kind, name): _gpu_quotas(unit.resources)
+        for kind, units in (("department", departments), ("project", projects))
+        for name, unit in units.items()
+    }
     members: dict[str, list[str]] = {name: [] for name in departments}
     for name, project in projects.items():
         members[project.department.name].append(name)
-    used = _usage(projects, pools, pools_of)
+    used = _usage(projects, pools)
     seen = {
         "department": set(Department.objects.restrict(user).values_list("name", flat=True)),
         "project": set(Project.objects.restrict(user).values_list("name", flat=True)),
@@ -184,7 +212,7 @@ def quota_figures(*, user, pool: str | None = None) -> list[dict]:
         queues = []
         for kind, units in (("department", departments), ("project", projects)):
             for order, (name, unit) in enumerate(units.items()):
-                quota, priority = _gpu_quota(unit.resources, pool_name)
+                quota, priority = quotas[(kind, name)].get(pool_name, NO_QUOTA)
                 queues.append(
                     fairshare.Queue(
                         name=f"{kind}/{name}",
@@ -220,20 +248,21 @@ def quota_figures(*, user, pool: str | None = None) -> list[dict]:
                     "kind": kind,
                     "department": name if kind == "department" else projects[name].department.name,
                     "pool": pool_name,
-                    "deserved": number(queue.deserved),
-                    "limit": number(queue.limit),
+                    "deserved": queue.deserved,
+                    "limit": queue.limit,
                     "over_quota_weight": queue.over_quota_weight,
                     "priority": queue.priority,
-                    "allocated": number(allocated),
-                    "pending": number(pending),
-                    "request": number(allocated + pending),
+                    "allocated": _figure(allocated),
+                    "pending": _figure(pending),
+                    "request": _figure(allocated + pending),
                     "allocation_ratio": round(float(allocated / deserved), 4) if deserved > 0 else None,
-                    "over_quota": number(max(Decimal(0), allocated - deserved)),
-                    "fair_share": number(share.quantize(SHARE_PLACES)),
-                    "over_fair_share": number(max(Decimal(0), allocated - share).quantize(SHARE_PLACES)),
+                    "over_quota": _figure(max(ZERO, allocated - deserved)),
+                    "fair_share": _figure(share.quantize(SHARE_PLACES)),
+                    "over_fair_share": _figure(max(ZERO, allocated - share).quantize(SHARE_PLACES)),
                 }
             )
     return rows
 
 
 SHARE_PLACES = Decimal("0.001")
+ZERO = Decimal(0)
