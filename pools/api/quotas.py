@@ -39,10 +39,13 @@ class QuotaListView(ApiView, GenericAPIView):
     @extend_schema(
         summary="Quotas, allocations and fair shares per department, project and pool",
         description="One row per (department or project, pool) the caller may see, with every figure of SEMANTICS "
-        "§9, as `poolctl quota list --json`: each department, then its projects.",
+        "§9, as `poolctl quota list --json`: each department, then its projects; `warnings` says where projects "
+        "deserve more than their department, or departments more than a pool's capacity (never refused).",
         parameters=[OpenApiParameter("pool", str, description="one pool")],
         responses={200: serializers.QuotaListSerializer, 400: ERRORS, 404: ERRORS},
     )
     def get(self, request):
         pool = request.query_params.get("pool") or None
-        return Response({"quotas": selectors.quota_figures(user=request.user, pool=pool)})
+        warnings: list[str] = []
+        rows = selectors.quota_figures(user=request.user, pool=pool, warnings=warnings)
+        return Response({"quotas": rows, "warnings": warnings})

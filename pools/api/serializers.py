@@ -720,3 +720,4 @@ class QuotaFiguresRowSerializer(serializers.Serializer):
 
 class QuotaListSerializer(serializers.Serializer):
     quotas = QuotaFiguresRowSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="SEMANTICS §9's warnings")

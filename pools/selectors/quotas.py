@@ -174,7 +174,7 @@ def _decimal(value) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(value.numerator) / Decimal(value.denominator)
 
 
-def quota_figures(*, user, pool: str | None = None) -> list[dict]:
+def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None = None) -> list[dict]:
     """One row per (department or project, pool) ``user`` may see, with every figure of SEMANTICS §9.
 
     Fair shares are computed per pool over every unit, seen or not (a share depends on its siblings), against
@@ -204,6 +204,8 @@ def quota_figures(*, user, pool: str | None = None) -> list[dict]:
     }
     zero = (Decimal(0), Decimal(0))
     rows = []
+    if warnings is not None:
+        warnings.extend(_oversubscribed(pools, capacity, departments, projects, quotas, seen))
     for pool_id, pool_name, _ in pools:
         figures = {("project", name): tuple(used.get((name, pool_id), zero)) for name in projects}
         for name, names in members.items():
@@ -262,6 +264,34 @@ def quota_figures(*, user, pool: str | None = None) -> list[dict]:
                 }
             )
     return rows
+
+
+def _oversubscribed(pools, capacity, departments, projects, quotas, seen) -> list[str]:
+    """SEMANTICS §9's warnings (never refusals), per pool: a department's projects deserving more than it does, and
+    departments deserving more than the pool's capacity. Only about what the reader may see: the second only to
+    those who see every department."""
+    found = []
+    every = len(seen["department"]) == len(departments)
+    for pool_id, pool_name, _ in pools:
+        deserved = {key: quota.get(pool_name, NO_QUOTA)[0]["deserved"] for key, quota in quotas.items()}
+        for name in departments:
+            if name not in seen["department"] or deserved[("department", name)] == -1:
+                continue
+            total = sum(
+                max(0, deserved[("project", p)]) for p, project in projects.items() if project.department.name == name
+            )
+            if total > deserved[("department", name)]:
+                found.append(
+                    f"pool '{pool_name}': the projects of department '{name}' deserve {total:g} GPUs, more than its "
+                    f"{deserved[('department', name)]:g}"
+                )
+        total = sum(max(0, deserved[("department", name)]) for name in departments)
+        if every and total > capacity.get(pool_id, 0):
+            found.append(
+                f"pool '{pool_name}' is over-subscribed: departments deserve {total:g} GPUs, its capacity is "
+                f"{capacity.get(pool_id, 0):g}"
+            )
+    return found
 
 
 SHARE_PLACES = Decimal("0.001")

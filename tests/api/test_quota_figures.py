@@ -107,3 +107,21 @@ def test_a_reader_sees_the_units_and_pools_they_may_see_with_the_same_shares(lab
 
 def test_the_quota_list_is_a_door_of_the_catalogue():
     assert {"GET /api/quotas/", "poolctl quota list [--pool P]"} <= {door.door for door in DOORS}
+
+
+def test_over_subscription_is_a_warning_never_a_refusal(lab, poolctl, client_for):
+    assert poolctl("quota", "set", "nlp", "--pool", "a100", "--gpu-deserved", "3").code == 0
+    result = poolctl("quota", "list", "--pool", "a100")
+    assert result.code == 0
+    assert result.err.splitlines() == [
+        "warning: pool 'a100': the projects of department 'rnd' deserve 9 GPUs, more than its 8",
+        "warning: pool 'a100' is over-subscribed: departments deserve 12 GPUs, its capacity is 8",
+    ]
+    assert poolctl("quota", "list", "--json").json()["warnings"] == [line[9:] for line in result.err.splitlines()]
+    # Someone who sees one department hears about it, not about the pool's other departments.
+    reader = person(
+        "rnd-reader",
+        role("rnd-read", {"actions": ["department:Read", "pool:Read"], "resources": ["department/rnd", "pool/a100"]}),
+        password=None,
+    )
+    assert client_for(reader).get("/api/quotas/").json()["warnings"] == [result.err.splitlines()[0][9:]]

@@ -630,8 +630,11 @@ class Command(BaseCommand):
         self.out(cli.as_json({"projects": projects}) if o["json"] else cli.project_list_text(projects))
 
     def do_quota_list(self, o):
-        rows = selectors.quota_figures(user=self.principal, pool=o["pool"])
-        self.out(cli.as_json({"quotas": rows}) if o["json"] else cli.quota_list_text(rows))
+        warnings: list[str] = []
+        rows = selectors.quota_figures(user=self.principal, pool=o["pool"], warnings=warnings)
+        self.out(cli.as_json({"quotas": rows, "warnings": warnings}) if o["json"] else cli.quota_list_text(rows))
+        for warning in [] if o["json"] else warnings:
+            self.stderr.write(f"warning: {warning}")
 
     def do_quota_set(self, o):
         words = {"priority": o["priority"]} | {
