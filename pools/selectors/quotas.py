@@ -286,10 +286,10 @@ def _oversubscribed(pools, capacity, departments, projects, quotas, seen) -> lis
                     f"{deserved[('department', name)]:g}"
                 )
         total = sum(max(0, deserved[("department", name)]) for name in departments)
-        if every and total > capacity.get(pool_id, 0):
+        amount = _figure(capacity.get(pool_id, ZERO))  # PostgreSQL's sum keeps the column's places: 8.000
+        if every and total > amount:
             found.append(
-                f"pool '{pool_name}' is over-subscribed: departments deserve {total:g} GPUs, its capacity is "
-                f"{capacity.get(pool_id, 0):g}"
+                f"pool '{pool_name}' is over-subscribed: departments deserve {total:g} GPUs, its capacity is {amount:g}"
             )
     return found
 
