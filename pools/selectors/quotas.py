@@ -205,7 +205,7 @@ def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None =
     zero = (Decimal(0), Decimal(0))
     rows = []
     if warnings is not None:
-        warnings.extend(_oversubscribed(pools, capacity, departments, projects, quotas, seen))
+        warnings.extend(_oversubscribed(pools, capacity, members, quotas, seen))
     for pool_id, pool_name, _ in pools:
         figures = {("project", name): tuple(used.get((name, pool_id), zero)) for name in projects}
         for name, names in members.items():
@@ -266,26 +266,24 @@ def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None =
     return rows
 
 
-def _oversubscribed(pools, capacity, departments, projects, quotas, seen) -> list[str]:
+def _oversubscribed(pools, capacity, members: dict[str, list[str]], quotas, seen) -> list[str]:
     """SEMANTICS §9's warnings (never refusals), per pool: a department's projects deserving more than it does, and
     departments deserving more than the pool's capacity. Only about what the reader may see: the second only to
     those who see every department."""
     found = []
-    every = len(seen["department"]) == len(departments)
+    every = len(seen["department"]) == len(members)
     for pool_id, pool_name, _ in pools:
         deserved = {key: quota.get(pool_name, NO_QUOTA)[0]["deserved"] for key, quota in quotas.items()}
-        for name in departments:
+        for name, projects in members.items():
             if name not in seen["department"] or deserved[("department", name)] == -1:
                 continue
-            total = sum(
-                max(0, deserved[("project", p)]) for p, project in projects.items() if project.department.name == name
-            )
+            total = sum(max(0, deserved[("project", project)]) for project in projects)
             if total > deserved[("department", name)]:
                 found.append(
                     f"pool '{pool_name}': the projects of department '{name}' deserve {total:g} GPUs, more than its "
                     f"{deserved[('department', name)]:g}"
                 )
-        total = sum(max(0, deserved[("department", name)]) for name in departments)
+        total = sum(max(0, deserved[("department", name)]) for name in members)
         amount = _figure(capacity.get(pool_id, ZERO))  # PostgreSQL's sum keeps the column's places: 8.000
         if every and total > amount:
             found.append(
