@@ -19,7 +19,7 @@ from people import person, token_for
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.configs import validate_state
-from pools.models import ConfigRevision, PodTemplate, Pool
+from pools.models import ConfigRevision, Department, PodTemplate, Pool, Project
 
 ROUNDS = 50
 
@@ -105,6 +105,23 @@ def test_a_delete_racing_a_new_reference_never_leaves_a_reference_to_nothing(ser
     # Unrelated writes go on as before.
     unrelated = session.patch(f"{url}/api/pools/shared/", json={"description": "still writable"})
     assert unrelated.status_code == 200
+
+
+def test_a_department_deleted_while_a_project_joins_it_never_leaves_a_project_without_one(server):
+    """SEMANTICS §9 on the same serialised path: a project names its department, as a pool names its templates."""
+    url, session = server
+    for round_number in range(ROUNDS):
+        department, project = f"dept-{round_number}", f"proj-{round_number}"
+        services.config_apply(changes={ConfigType.DEPARTMENT: {department: {}}}, actor=services.SYSTEM)
+        deleted, created = together(
+            lambda department=department: session.delete(f"{url}/api/departments/{department}/"),
+            lambda project=project, department=department: session.post(
+                f"{url}/api/projects/", json={"name": project, "department": department}
+            ),
+        )
+        assert {(deleted.status_code, created.status_code)} <= {(204, 400), (409, 201)}, (deleted.text, created.text)
+        assert Department.objects.filter(name=department).exists() == Project.objects.filter(name=project).exists()
+    validate_state(selectors.config_state())
 
 
 def test_tags_added_at_once_are_all_kept(server):
