@@ -241,7 +241,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # One name for the placement strategies (pools.choices.PlacementStrategy.values), wherever a field takes one:
     # a pool body, a node-pools row (tests/test_node_pools.py checks the two lists agree).
-    "ENUM_NAME_OVERRIDES": {"PlacementStrategyEnum": ["binpack", "spread"]},
+    "ENUM_NAME_OVERRIDES": {
+        "PlacementStrategyEnum": ["binpack", "spread"],
+        "StartEnum": "pools.api.serializers.START_CHOICES",  # a node's start and the check's starts
+    },
 }
 
 # The only directory `file` backends (and simulated backends' blueprints) may read inventories from; the demo

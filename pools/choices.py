@@ -79,6 +79,17 @@ class NodePoolStatus(models.TextChoices):
     EMPTY = "Empty", "Empty"
 
 
+class UnitStatus(models.TextChoices):
+    """How a department's or project's workloads stand against its quota, added up over the pools shown (SEMANTICS
+    §9): holding more GPUs than its quota (the excess is preemptible), waiting for GPUs, running within its quota,
+    or holding nothing."""
+
+    OVER_QUOTA = "Over quota", "Over quota"
+    WAITING = "Waiting", "Waiting"
+    WITHIN_QUOTA = "Within quota", "Within quota"
+    IDLE = "Idle", "Idle"
+
+
 class NodePoolColumn(models.TextChoices):
     """The columns of the node-pools list (Run:ai's node-pools table): the field names the API and the
     ``sort=``/``columns=`` parameters use, with Run:ai's headings (the page's headers and the CSV's first row).

@@ -133,12 +133,27 @@ def render_text(result: dict) -> str:
     )
 
 
+_STARTS = {"now": "starts now", "wait": "would wait: no node has it free now"}
+
+
 def check_text(result: dict) -> str:
     head = f"Pool {result['pool']}, platform {result['platform']}: {'PASSED' if result['passed'] else 'FAILED'}"
+    if result["starts"]:
+        head += f", {_STARTS[result['starts']]}"
     lines = [head] + [f"  - {error}" for error in result["errors"]]
+    if result["quota"]:
+        lines.append(f"Quota: {result['quota']['message']}")
     if result["nodes"]:
-        rows = [[n["node"], "pass" if n["passed"] else "fail", "; ".join(n["errors"])] for n in result["nodes"]]
-        lines += ["", table(["Node", "Result", "Failed rules"], rows)]
+        rows = [
+            [
+                n["node"],
+                "pass" if n["passed"] else "fail",
+                f"wait ({'; '.join(n['shortfalls'])})" if n["start"] == "wait" else n["start"] or "-",
+                "; ".join(n["errors"]),
+            ]
+            for n in result["nodes"]
+        ]
+        lines += ["", table(["Node", "Result", "Start", "Failed rules"], rows)]
     return "\n".join(lines)
 
 

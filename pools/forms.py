@@ -237,18 +237,22 @@ def attach_problems(form: forms.Form, error: ConfigError, *, default_field: str 
 
 
 class WhatIfForm(forms.Form):
-    """A request to check: pool, platform and the resources the workload asks for."""
+    """A request to check: pool, platform, the resources the workload asks for and, optionally, its project."""
 
     pool = forms.ChoiceField()
     platform = forms.CharField(required=False, help_text="Empty: the pool's default platform.")
+    project = forms.ChoiceField(
+        required=False, help_text="Optional: whether the request fits the project's quota on the pool."
+    )
     cpu = forms.CharField(required=False, label="CPU", initial="4", help_text="Cores, e.g. 4 or 500m.")
     gpu = forms.CharField(required=False, label="GPU", initial="1")
     memory = forms.CharField(required=False, initial="16Gi", help_text="e.g. 16Gi")
     storage = forms.CharField(required=False, initial="10Gi", help_text="e.g. 10Gi")
 
-    def __init__(self, *args, pools: list[str], **kwargs):
+    def __init__(self, *args, pools: list[str], projects: list[str], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["pool"].choices = [(name, name) for name in pools]
+        self.fields["project"].choices = [("", "(none)")] + [(name, name) for name in projects]
 
     def user_values(self) -> dict:
         """The request as template variables (``USER_CPU`` …); numbers become numbers (``variable_value``)."""

@@ -283,6 +283,9 @@ class Pod(models.Model):
     phase = models.CharField(max_length=32, blank=True)
     labels = models.JSONField(default=dict, blank=True)
     pool_name = models.CharField(max_length=128, blank=True, db_index=True, help_text="value of the pool label")
+    node_selector = models.JSONField(
+        default=dict, blank=True, help_text="spec.nodeSelector: the label pool a pod waiting for a node asks for"
+    )
     preemptible = models.BooleanField(default=False)
     cpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
     memory = models.BigIntegerField(default=0)
@@ -386,6 +389,7 @@ class UsageSample(models.Model):
     class Scope(models.TextChoices):
         POOL = "pool", "Pool"
         PRODUCT = "product", "GPU product"
+        QUOTA = "quota", "Pool quotas"  # a pool's departments: used = allocated, quota_limit = deserved
 
     class Resolution(models.TextChoices):
         MINUTE = "minute", "Minute"

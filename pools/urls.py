@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import views, views_quotas
 
 app_name = "pools"
 
@@ -31,6 +31,12 @@ urlpatterns = [
     path("access/users/<str:username>/", views.user_detail, name="user"),
     # Node pools (Run:ai's node-pools view, issue 11)
     path("node-pools/", views.node_pools, name="node-pools"),
+    # Departments, projects and quotas per node pool (SEMANTICS §9)
+    path("quotas/", views_quotas.quota_grid, name="quotas"),
+    path("quotas/<str:pool>/", views_quotas.quota_dashboard, name="quota-dashboard"),
+    path("quotas/<str:pool>/usage/", views_quotas.quota_dashboard_usage, name="quota-dashboard-usage"),
+    path("projects/", views_quotas.projects, name="projects"),
+    path("departments/", views_quotas.departments, name="departments"),
     # === gpuctl's pool workflow (SEMANTICS §8.1) ===
     path("label-pools/new/", views.label_pool_create, name="label-pool-create"),
     path("label-pools/<str:name>/delete/", views.label_pool_delete, name="label-pool-delete"),

@@ -249,7 +249,8 @@ def pool_usage(request, name: str):
     """The usage history of a pool and of its GPU products as chart series (JSON for the chart script)."""
     pool = selectors.pool_get(name, user=request.user)
     period = USAGE_RANGES.get(request.GET.get("range", "24h"), USAGE_RANGES["24h"])
-    since = timezone.now() - period
+    now = timezone.now()
+    since = now - period
     summary = selectors.pool_node_summary([pool.name]).get(pool.name, {"platforms": {}})
     products = sorted({p for info in summary["platforms"].values() for p in info["free_by_product"]})
     series = {"used": {}, "capacity": {}, "quota_limit": {}}
@@ -266,6 +267,8 @@ def pool_usage(request, name: str):
     return JsonResponse(
         {
             "times": [datetime.fromisoformat(at).timestamp() for at in times],
+            "start": since.timestamp(),
+            "end": now.timestamp(),
             "series": [
                 {"label": label, "values": [values.get(at) for at in times]}
                 for label, values in (
@@ -650,11 +653,17 @@ def backend_sync_status(request, name: str):
 @login_required
 @require_GET
 def what_if(request):
-    """Pick a pool and platform, enter resources: the merged pod spec and the verdict per node, nothing submitted."""
+    """Pick a pool and platform, enter resources: the merged pod spec and the verdict per node, nothing submitted.
+
+    With a project, the verdict also says whether the request fits the project's quota on the pool; per node,
+    whether it could start now on the free resources or would wait.
+    """
     pools = [row["name"] for row in selectors.pool_list(user=request.user)]
-    # A link with only ?pool= preselects the pool; the check runs once the request itself is given.
+    projects = list(selectors.projects_queryset(user=request.user).order_by("name").values_list("name", flat=True))
+    # A link with only ?pool= (and ?project=) preselects them; the check runs once the request itself is given.
     submitted = any(key in request.GET for key in ("platform", "cpu", "gpu", "memory", "storage"))
-    form = WhatIfForm(request.GET if submitted else None, pools=pools, initial={"pool": request.GET.get("pool")})
+    initial = {"pool": request.GET.get("pool"), "project": request.GET.get("project")}
+    form = WhatIfForm(request.GET if submitted else None, pools=pools, projects=projects, initial=initial)
     result = None
     if submitted and form.is_valid():
         values = form.user_values()
@@ -664,10 +673,18 @@ def what_if(request):
                 pool_name=pool_name, platform=platform, user_values=values, user=request.user
             )
             verdict = selectors.pool_check(
-                pool_name=pool_name, platform=platform, user_values=values, user=request.user
+                pool_name=pool_name,
+                platform=platform,
+                user_values=values,
+                user=request.user,
+                project=form.cleaned_data["project"] or None,
             )
         except NotFound as exc:
-            form.add_error("platform" if platform else "pool", str(exc))
+            problem = exc.problems[0]
+            if problem.field == "project":
+                form.add_error("project", problem.message)
+            else:
+                form.add_error("platform" if platform else "pool", str(exc))
         except ConfigError as exc:
             form.add_error(None, str(exc))
         else:

@@ -46,7 +46,8 @@
     if (copy) copy.setAttribute("data-copy", button.getAttribute("data-show"));
   });
 
-  // The usage chart: data-usage-url answers {times, series:[{label, values}]}; the range buttons reload it.
+  // The usage chart: data-usage-url answers {times, series:[{label, values}], start, end}; the x axis spans the
+  // chosen period (start to end) whatever the samples, and the range buttons reload it.
   var COLOURS = ["#5b7fd6", "#9aa4b2", "#1d232b", "#2e8540", "#b86e00", "#7b4fc9", "#c4302b", "#0f8b8d"];
 
   function drawChart(box, range) {
@@ -69,14 +70,18 @@
             label: item.label,
             stroke: COLOURS[index % COLOURS.length],
             width: index === 0 ? 2 : 1.5,
-            dash: item.label === "Quota" ? [6, 4] : undefined,
+            dash: item.label === "Quota" || item.label === "Deserved" ? [6, 4] : undefined,
             spanGaps: true,
             value: function (u, v) { return v == null ? "—" : Math.round(v * 10) / 10; },
           });
         });
         var width = Math.max(320, box.clientWidth);
         new uPlot(
-          { width: width, height: 260, series: series, scales: { y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.1)]; } } },
+          { width: width, height: 260, series: series,
+            scales: {
+              x: { time: true, range: function (u, min, max) { return data.start ? [data.start, data.end] : [min, max]; } },
+              y: { range: function (u, min, max) { return [0, Math.max(1, max * 1.1)]; } },
+            },
             axes: [{}, { label: "GPUs" }] },
           [data.times].concat(data.series.map(function (item) { return item.values; })),
           box

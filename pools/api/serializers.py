@@ -418,6 +418,18 @@ class RenderRequestSerializer(serializers.Serializer):
         return values
 
 
+class CheckRequestSerializer(RenderRequestSerializer):
+    """A request to check: as for a render, and optionally the project whose quota on the pool it would use."""
+
+    project = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=128,
+        help_text="With a project, `quota` says whether the request fits its quota on the pool.",
+    )
+
+
 class RenderResultSerializer(serializers.Serializer):
     """The merged, rendered pod template the request would get (``poolctl pool render --format json``)."""
 
@@ -427,12 +439,45 @@ class RenderResultSerializer(serializers.Serializer):
     pod_template = serializers.DictField(child=serializers.JSONField())
 
 
+START_CHOICES = [("now", "now"), ("wait", "wait"), ("", "")]
+
+
 class NodeVerdictSerializer(serializers.Serializer):
-    """The verdict for one node: the rules it failed (or why it is unavailable)."""
+    """The verdict for one node: the rules it failed (or why it is unavailable), and whether it starts now."""
 
     node = serializers.CharField()
     passed = serializers.BooleanField()
     errors = serializers.ListField(child=serializers.CharField())
+    start = serializers.ChoiceField(
+        choices=START_CHOICES,
+        help_text="`now`: the node has the request free; `wait`: it passes but too little is free; empty: it fails.",
+    )
+    shortfalls = serializers.ListField(
+        child=serializers.CharField(), help_text='What is short when it would wait, e.g. "needs 8 GPUs, 0 free".'
+    )
+
+
+class QuotaVerdictSerializer(serializers.Serializer):
+    """Where the request's GPUs would put the project on the pool (SEMANTICS §9; GPUs, fractions allowed)."""
+
+    project = serializers.CharField()
+    department = serializers.CharField()
+    pool = serializers.CharField()
+    verdict = serializers.ChoiceField(choices=["within_quota", "over_quota", "exceeds_limit"])
+    exceeded = serializers.ChoiceField(
+        choices=[("", ""), ("project", "project"), ("department", "department")],
+        help_text="Whose limit an `exceeds_limit` verdict goes past; empty otherwise.",
+    )
+    message = serializers.CharField()
+    requested = serializers.FloatField()
+    allocated = serializers.FloatField()
+    pending = serializers.FloatField()
+    deserved = serializers.FloatField(help_text="-1 already read as the whole amount being divided.")
+    limit = serializers.FloatField(help_text="-1: unlimited.")
+    over_quota_weight = serializers.FloatField(allow_null=True)
+    fair_share = serializers.FloatField()
+    department_limit = serializers.FloatField(allow_null=True, help_text="null when the department is hidden.")
+    department_allocated = serializers.FloatField(allow_null=True, help_text="null when the department is hidden.")
 
 
 class CheckResultSerializer(serializers.Serializer):
@@ -443,6 +488,11 @@ class CheckResultSerializer(serializers.Serializer):
     passed = serializers.BooleanField()
     errors = serializers.ListField(child=serializers.CharField())
     nodes = NodeVerdictSerializer(many=True)
+    starts = serializers.ChoiceField(
+        choices=START_CHOICES, help_text="`now` when a node could start it now, `wait` when none; empty if it fails."
+    )
+    start_now_nodes = serializers.IntegerField()
+    quota = QuotaVerdictSerializer(allow_null=True, help_text="With `project` in the request; else null.")
 
 
 class PoolGpuSerializer(serializers.Serializer):
@@ -674,6 +724,20 @@ class ProjectSerializer(QuotaHolderSerializer):
     read_body = staticmethod(project_body)
 
 
+class QuotaChangeSerializer(NodePoolQuotaSerializer):
+    """One quota of a bulk change: whose (``unit``) on which pool, and the figures to set (the others are kept)."""
+
+    unit = serializers.CharField(help_text="a department or project; department/NAME or project/NAME when both exist")
+
+
+class QuotaBulkSerializer(serializers.Serializer):
+    quotas = QuotaChangeSerializer(many=True)
+
+
+class QuotaBulkResultSerializer(RevisionListSerializer):
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="SEMANTICS §9's warnings, after")
+
+
 class QueueSerializer(serializers.Serializer):
     """One department or project of a fair-share simulation (the fields of ``pools.engine.fairshare.Queue``)."""
 
@@ -716,6 +780,7 @@ class QuotaFiguresRowSerializer(serializers.Serializer):
     over_quota = serializers.FloatField(help_text="max(0, allocated - deserved)")
     fair_share = serializers.FloatField(help_text="what the scheduler steers towards (SEMANTICS §9.1)")
     over_fair_share = serializers.FloatField(help_text="max(0, allocated - fair_share)")
+    workloads = serializers.IntegerField(help_text="its pods asking for GPUs there, bound to a node or waiting")
 
 
 class QuotaListSerializer(serializers.Serializer):

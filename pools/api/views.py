@@ -272,8 +272,8 @@ class PoolViewSet(ConfigObjectViewSet):
     filterset_class = filtersets.PoolFilterSet
     visible = staticmethod(selectors.pools_visible)
 
-    def pool_request(self) -> dict:
-        request = serializers.RenderRequestSerializer(data=self.request.data)
+    def pool_request(self, serializer=serializers.RenderRequestSerializer) -> dict:
+        request = serializer(data=self.request.data)
         request.is_valid(raise_exception=True)
         return request.validated_data
 
@@ -292,17 +292,25 @@ class PoolViewSet(ConfigObjectViewSet):
         return Response(result)
 
     @extend_schema(
-        summary="Check a request against a pool's rules and nodes",
-        request=serializers.RenderRequestSerializer,
+        summary="Check a request against a pool's rules, free resources and a project's quota",
+        request=serializers.CheckRequestSerializer,
         responses=serializers.CheckResultSerializer,
-        description="200 whatever the verdict; `passed` tells whether the request fits.",
+        description=(
+            "200 whatever the verdict; `passed` tells whether the request fits the rules, `starts` whether a node "
+            "could start it now, and with `project`, `quota` whether it fits that project's quota on the pool "
+            "(a project you may not see is a 404)."
+        ),
     )
     @action(detail=True, methods=["post"])
     def check(self, request, name=None):
-        options = self.pool_request()
+        options = self.pool_request(serializers.CheckRequestSerializer)
         with service_errors():
             result = selectors.pool_check(
-                pool_name=name, platform=options.get("platform"), user_values=options["variables"], user=request.user
+                pool_name=name,
+                platform=options.get("platform"),
+                user_values=options["variables"],
+                user=request.user,
+                project=options.get("project") or None,
             )
         return Response(result)
 

@@ -44,6 +44,7 @@ from fractions import Fraction
 from itertools import groupby
 from numbers import Rational
 from operator import attrgetter
+from typing import NamedTuple
 
 from .errors import ConfigError, Problem
 
@@ -57,13 +58,15 @@ MAX_DENOMINATOR = 10**18
 QUEUE_FIELDS = ("name", "parent", "deserved", "limit", "over_quota_weight", "priority", "request", "creation_order")
 
 
-@dataclass(frozen=True)
-class Queue:
+class Queue(NamedTuple):
     """A department or a project, with its figures in one pool.
 
     ``deserved`` -1 means the whole amount being divided; ``limit`` -1 unlimited, 0 nothing; ``over_quota_weight``
     None means no over-quota (limit = deserved); ``priority`` ranks siblings, higher first; ``request`` is ignored
     for a queue that has children (their sum is used); ``creation_order`` defaults to the position in the input.
+
+    An immutable record, and a cheap one to build: ``quota_figures`` builds one per unit and pool, 11,000 for 550
+    units on 20 pools (a frozen dataclass took five times as long).
     """
 
     name: str

@@ -270,7 +270,7 @@ DOORS: tuple[Door, ...] = (
     Door("POST /api/backends/{name}/sync/", VIEW_BACKEND, OPERATE_BACKEND, "{name}", "{name}"),
     *_config_doors("pools", "POOL", VIEW_POOL),
     Door("POST /api/pools/{name}/render/", VIEW_POOL, object="{name}"),
-    Door("POST /api/pools/{name}/check/", VIEW_POOL, object="{name}"),
+    Door("POST /api/pools/{name}/check/", VIEW_POOL, object="{name}", note="with `project`: `project:Read` on it"),
     Door("GET /api/pools/{pool_name}/platforms/", VIEW_POOL, object="{pool_name}"),
     Door("POST /api/pools/{pool_name}/platforms/", VIEW_POOL, CHANGE_CONFIG, "{pool_name}", "POOL"),
     Door("GET /api/pools/{pool_name}/platforms/{name}/", VIEW_POOL, object="{pool_name}"),
@@ -356,6 +356,13 @@ DOORS: tuple[Door, ...] = (
     Door(
         "GET /api/quotas/", VIEW_POOL, rows=True, note="departments and projects the reader may see, per visible pool"
     ),
+    Door(
+        "PATCH /api/quotas/",
+        VIEW_POOL,
+        CHANGE_CONFIG,
+        acts_on="DEPARTMENT|PROJECT",
+        note="many quotas, all or nothing; a project's also " + _MANAGED,
+    ),
     Door("POST /api/quotas/simulate/", signed_in=True, note="KAI's fair-share simulator; reads and writes no data"),
     # REST API: people
     Door("GET /api/users/", VIEW_USER, rows=True),
@@ -409,7 +416,7 @@ DOORS: tuple[Door, ...] = (
     Door("POST /config/{kind}/new/", None, CHANGE_CONFIG, acts_on="{kind}"),
     Door("GET /config/{kind}/{name}/edit/", None, CHANGE_CONFIG, "{name}", "{kind}"),
     Door("POST /config/{kind}/{name}/edit/", None, CHANGE_CONFIG, "{name}", "{kind}"),
-    Door("GET /what-if/", VIEW_POOL, rows=True, note="htmx: the verdict fragment"),
+    Door("GET /what-if/", VIEW_POOL, rows=True, note="htmx: the verdict fragment; offers the projects one may read"),
     Door("GET /history/", None, rows=True, note="revisions of objects the reader may see"),
     Door("GET /history/{config_type}/{revision}/", None, object="the revision's objects"),
     Door(
@@ -426,6 +433,18 @@ DOORS: tuple[Door, ...] = (
         "the revision's objects",
         "{config_type}",
     ),
+    Door("GET /departments/", VIEW_DEPARTMENT, rows=True, note="with their quota and allocation summed over pools"),
+    Door("GET /projects/", VIEW_PROJECT, rows=True, note="Run:ai's projects view; htmx: the table fragment; CSV"),
+    Door("GET /quotas/", VIEW_POOL, rows=True, note="the quota grid: units the reader may see x visible pools"),
+    Door(
+        "POST /quotas/",
+        VIEW_POOL,
+        CHANGE_CONFIG,
+        acts_on="DEPARTMENT|PROJECT",
+        note="the grid's bulk save, all or nothing; a project's also " + _MANAGED,
+    ),
+    Door("GET /quotas/{pool}/", VIEW_POOL, object="{pool}", note="the pool's quota dashboard"),
+    Door("GET /quotas/{pool}/usage/", VIEW_POOL, object="{pool}", note="the dashboard's chart data"),
     Door("GET /access/", VIEW_ROLE, rows=True, note="roles, users and the permission catalogue"),
     Door("POST /access/", VIEW_ROLE, CHANGE_CONFIG, acts_on="ROLE", note="generate a pool role"),
     Door("POST /access/users/new/", None, CHANGE_USER, acts_on="{username}", note="{username} from the form"),
@@ -456,7 +475,7 @@ DOORS: tuple[Door, ...] = (
     Door("poolctl config show|history|diff", None, rows=True, note="objects the user may see"),
     Door("poolctl config update|import|delete|rollback|tag|restore-builtins", None, CHANGE_CONFIG, acts_on="each type"),
     Door("poolctl pool list", VIEW_POOL, rows=True),
-    Door("poolctl pool render|check POOL", VIEW_POOL, object="POOL"),
+    Door("poolctl pool render|check POOL", VIEW_POOL, object="POOL", note="`check --project P`: `project:Read` on it"),
     Door("poolctl resource list", VIEW_POOL, rows=True),
     Door("poolctl backend sync NAME|--all", VIEW_BACKEND, OPERATE_BACKEND, "NAME", "NAME"),
     Door(

@@ -7,6 +7,11 @@ the per-node rules. A rule never raises while being checked: a bad operand is a 
 The one exception is an operand or message that costs more to render than a render may (``RenderLimitError``,
 SEMANTICS §7.3): it is the rule that is broken, not the request, and rendering it again on every node would
 multiply the cost, so the check stops there.
+
+Beside the rules, which say whether a node could ever hold the request, the check says whether it could start
+there now (**beyond OSMO and Run:ai**): a node that passes its rules starts the request ``now`` when what the
+request asks (``USER_GPU``, ``USER_CPU``, ``USER_MEMORY``, ``USER_STORAGE``) fits in what is free on it, else the
+request would ``wait`` there, and the verdict names the resources that are short.
 """
 
 import dataclasses
@@ -53,6 +58,17 @@ _NODE_NUMBERS = {
 _PLACEHOLDER_PREFIX = "__node_value_"
 _PLACEHOLDERS = {name: f"{_PLACEHOLDER_PREFIX}{name}" for name in _NODE_NUMBERS}
 
+START_NOW = "now"
+START_WAIT = "wait"
+# What a request asks of a node: the resource, the variable giving the amount, the NodeResources field saying
+# how much of it is free, and the word a shortfall names it by. GPUs first: they are what is usually short.
+_REQUESTED = (
+    ("gpu", "USER_GPU", "free_gpu", "GPU"),
+    ("cpu", "USER_CPU", "free_cpu", "CPU"),
+    ("memory", "USER_MEMORY", "free_memory", "memory"),
+    ("storage", "USER_STORAGE", "free_storage", "storage"),
+)
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -85,11 +101,17 @@ class NodeResources:
 
 @dataclass
 class NodeVerdict:
-    """The outcome for one node: ``errors`` lists the failed rules' messages (or why it is unavailable)."""
+    """The outcome for one node: ``errors`` lists the failed rules' messages (or why it is unavailable).
+
+    ``start`` is ``"now"`` when the node passes and has the request free, ``"wait"`` when it passes but not
+    enough is free (``shortfalls`` says what, e.g. ``"needs 8 GPUs, 0 free"``), and ``""`` when it fails.
+    """
 
     node: str
     passed: bool
     errors: list[str]
+    start: str = ""
+    shortfalls: list[str] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict:
         """Return the verdict as plain JSON-ready data."""
@@ -98,11 +120,17 @@ class NodeVerdict:
 
 @dataclass
 class Verdict:
-    """The outcome of a request: overall result, request-level errors and one entry per node."""
+    """The outcome of a request: overall result, request-level errors and one entry per node.
+
+    ``starts`` is ``"now"`` when the request passes and some node could start it now (``start_now_nodes`` of
+    them), ``"wait"`` when it passes but every node that may hold it is too busy, and ``""`` when it fails.
+    """
 
     passed: bool
     errors: list[str]
     nodes: list[NodeVerdict]
+    starts: str = ""
+    start_now_nodes: int = 0
 
     def as_dict(self) -> dict:
         """Return the verdict as plain JSON-ready data."""
@@ -319,6 +347,54 @@ def _prepare_operand(rule: Rule, side: str, variables: Mapping) -> _PreparedOper
     return prepared
 
 
+def requested_amounts(variables: Mapping) -> dict[str, Decimal]:
+    """What a request asks of one node: ``{"gpu": 8, "cpu": 4, "memory": 16 GiB in bytes, "storage": ...}``.
+
+    Read from ``USER_GPU``, ``USER_CPU``, ``USER_MEMORY`` and ``USER_STORAGE`` like a rule reads an operand
+    (``16Gi``, ``500m``, ``2 * 4``). A variable that is missing, null, negative or not a quantity asks for
+    nothing here: the rules are what judge such a request, and they say what is wrong with it.
+    """
+    amounts = {}
+    for resource, variable, _, _ in _REQUESTED:
+        value = variables.get(variable)
+        if value is None:
+            continue
+        try:
+            amount = evaluate_operand(value)
+        except ExpressionError:
+            continue
+        if amount > 0:
+            amounts[resource] = amount
+    return amounts
+
+
+def start_on_node(node: NodeResources, amounts: Mapping[str, Decimal]) -> tuple[str, list[str]]:
+    """``("now", [])`` when every amount of ``requested_amounts`` fits in what is free on ``node``, else
+    ``("wait", shortfalls)`` with one ``"needs 8 GPUs, 0 free"`` per resource that is short.
+
+    Free amounts below zero (pods asking more than the node has) count as nothing free. Says nothing about
+    the rules: the caller asks only for nodes that pass them.
+    """
+    shortfalls = []
+    for resource, _, free_field, word in _REQUESTED:
+        wanted = amounts.get(resource)
+        if wanted is None:
+            continue
+        free = max(Decimal(0), _number(getattr(node, free_field)))
+        if wanted > free:
+            shortfalls.append(f"needs {_amount(wanted, word)}, {_amount(free, word, unit=False)} free")
+    return (START_WAIT, shortfalls) if shortfalls else (START_NOW, [])
+
+
+def _amount(value: Decimal, word: str, *, unit: bool = True) -> str:
+    """``8 GPUs``, ``1 GPU``, ``0.5 CPUs``, ``16Gi memory``; without the unit, only the number."""
+    if word in ("GPU", "CPU"):
+        number = _plain(value)
+        return f"{number} {word}{'' if value == 1 else 's'}" if unit else number
+    number = format_quantity(value)
+    return f"{number} {word}" if unit else number
+
+
 def check_request(
     rules: Sequence[Rule], variables: Mapping, nodes: Sequence[NodeResources], *, platform: str = ""
 ) -> Verdict:
@@ -327,8 +403,9 @@ def check_request(
     Static rules are checked once with ``variables``; per-node rules on each available node with
     ``variables`` plus ``node_variables(node)``. The request passes when every static rule passes and at
     least one available node passes every per-node rule. ``nodes`` of the verdict lists every node, an
-    unavailable one as failed with its reason. Never raises on bad operands; raises ``RenderLimitError`` when a
-    rule costs more to render than a render may.
+    unavailable one as failed with its reason; when the static rules pass, each node that passes says whether
+    the request could start there now (``start_on_node``). Never raises on bad operands; raises
+    ``RenderLimitError`` when a rule costs more to render than a render may.
     """
     errors = [message for rule in rules if not rule_is_per_node(rule) and (message := evaluate_rule(rule, variables))]
     prepared = [
@@ -336,6 +413,7 @@ def check_request(
         for rule in rules
         if rule_is_per_node(rule)
     ]
+    amounts = requested_amounts(variables)
     verdicts = []
     for node in nodes:
         if not node.available:
@@ -351,11 +429,25 @@ def check_request(
                     failure = _compare(rule, left, right, lambda scope=scope: scope.variables)
             if failure:
                 failures.append(failure)
-        verdicts.append(NodeVerdict(node.name, not failures, failures))
+        if failures:
+            verdicts.append(NodeVerdict(node.name, False, failures))
+        elif errors:  # a static rule refuses the request: it starts nowhere, however free the node
+            verdicts.append(NodeVerdict(node.name, True, []))
+        else:
+            verdicts.append(NodeVerdict(node.name, True, [], *start_on_node(node, amounts)))
 
     platform_name = f"platform '{platform}'" if platform else "the platform"
     if not any(node.available for node in nodes):
         errors.append(f"no available node in {platform_name}" + ("" if nodes else " (it has no nodes)"))
     elif not errors and not any(verdict.passed for verdict in verdicts):
         errors.append(f"no node in {platform_name} can hold this request")
-    return Verdict(passed=not errors, errors=errors, nodes=verdicts)
+    if errors:
+        return Verdict(passed=False, errors=errors, nodes=verdicts)
+    start_now = sum(verdict.start == START_NOW for verdict in verdicts)
+    return Verdict(
+        passed=True,
+        errors=[],
+        nodes=verdicts,
+        starts=START_NOW if start_now else START_WAIT,
+        start_now_nodes=start_now,
+    )

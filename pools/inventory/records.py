@@ -150,6 +150,7 @@ class PodRecord:
     mig_devices: dict = field(default_factory=dict)
     resource_version: str = ""
     created: str = ""  # metadata.creationTimestamp, as the API server writes it
+    node_selector: dict = field(default_factory=dict)  # spec.nodeSelector
 
     def pod_fields(self, pool_label: str, priority_label: str) -> dict:
         """The Pod model's synced fields; the pool and priority come from the backend's label keys."""
@@ -159,6 +160,7 @@ class PodRecord:
             "phase": self.phase,
             "labels": self.labels,
             "pool_name": self.labels.get(pool_label, ""),
+            "node_selector": self.node_selector,
             "preemptible": self.labels.get(priority_label, "").upper() == PREEMPTIBLE_PRIORITY,
             "cpu": self.cpu,
             "memory": self.memory,
@@ -361,6 +363,7 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
         },
         resource_version=object_version(obj, trust_resource_version=trust_resource_version),
         created=str(metadata.get("creationTimestamp") or ""),
+        node_selector=_string_map(spec.get("nodeSelector")),
     )
 
 

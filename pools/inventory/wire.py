@@ -88,6 +88,7 @@ class _Container(msgspec.Struct, omit_defaults=True):
 
 class _PodSpec(msgspec.Struct, omit_defaults=True):
     nodeName: str = ""  # noqa: N815
+    nodeSelector: dict[str, str] | None = None  # noqa: N815
     containers: list[_Container] | None = None
     initContainers: list[_Container] | None = None  # noqa: N815
     overhead: dict[str, Quantity] | None = None

@@ -8,6 +8,8 @@
 - ``access``: roles, their reach, the profile
 - ``gpuctl``: gpuctl's pool and node listings, node labels, the workloads holding a pool
 - ``quotas``: quotas per node pool and the fair-share simulator
+- ``units``: departments and projects as the quota pages show them (projects, departments, grid, dashboard)
+- ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
 operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
@@ -95,3 +97,14 @@ from .quotas import (
     quota_figures,
     quota_simulate,
 )
+from .units import (
+    can_change_quotas,
+    can_change_unit,
+    department_table,
+    project_table,
+    quota_dashboard,
+    quota_grid,
+    quota_pool_totals,
+    quota_series,
+)
+from .whatif import project_quota_check

@@ -20,7 +20,7 @@ from ..choices import BackendKind, NodeStatus
 from ..engine.accounting import resource_type, usage_pair
 from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.permissions import LIST_FLEET, VIEW_POOL
-from ..engine.validation import NodeResources, check_request, parse_rules
+from ..engine.validation import NodeResources, check_request, parse_rules, requested_amounts
 from ..filtersets import NodeFilterSet, filtered
 from ..models import (
     Backend,
@@ -35,6 +35,7 @@ from ..models import (
 )
 from ..querysets import node_status_q, visible_pool_ids
 from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
+from .whatif import project_quota_check
 
 GI = Decimal(1024**3)
 
@@ -58,8 +59,21 @@ def node_usage(nodes: Iterable[Node]) -> dict[int, dict[str, Decimal]]:
     }
 
 
-def pool_check(*, pool_name: str, user, platform: str | None = None, user_values: dict | None = None) -> dict:
-    """Would this request fit? Static rules once, per-node rules against each member node (SEMANTICS.md §4)."""
+def pool_check(
+    *,
+    pool_name: str,
+    user,
+    platform: str | None = None,
+    user_values: dict | None = None,
+    project: str | None = None,
+) -> dict:
+    """Would this request fit? Static rules once, per-node rules against each member node (SEMANTICS.md §4).
+
+    Each node that may hold it also says whether it could start there now or would wait for free resources
+    (``start``, ``shortfalls``; ``starts`` and ``start_now_nodes`` for the whole platform). With ``project``,
+    ``quota`` says where the request's GPUs would put that project on the pool (``whatif.project_quota_check``;
+    a project ``user`` may not see is ``NotFound``); without, ``quota`` is None.
+    """
     pool = pool_get(pool_name, user=user)
     rendered = pool_platform_render(pool, platform, user_values)
     platform_name = rendered["platform"]
@@ -100,7 +114,11 @@ def pool_check(*, pool_name: str, user, platform: str | None = None, user_values
         verdict = check_request(rules, rendered["variables"], resources, platform=platform_name)
     except EngineError as exc:  # a rule that costs more to render than a render may (SEMANTICS §7.3)
         raise ConfigError(str(exc)) from None
-    return {"pool": pool.name, "platform": platform_name, **verdict.as_dict()}
+    quota = None
+    if project:
+        gpu = requested_amounts(rendered["variables"]).get("gpu", Decimal(0))
+        quota = project_quota_check(user=user, pool_name=pool.name, project=project, gpu=gpu)
+    return {"pool": pool.name, "platform": platform_name, **verdict.as_dict(), "quota": quota}
 
 
 class NodeTableRow(NamedTuple):

@@ -3,11 +3,14 @@ before they change anything."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from decimal import Decimal
 
 from django.db import connection
 from django.db.models import Count
+
+from accounts.access import is_system
 
 from ..configs.fields import DEFAULT_OVER_QUOTA_WEIGHT, DEFAULT_QUOTA_PRIORITY, department_body, project_body
 from ..engine import fairshare
@@ -84,15 +87,12 @@ def projects_visible(*, user, department: str | None = None) -> list[dict]:
 # --- figures per (unit, pool) (SEMANTICS §9) ---------------------------------------------------------------------
 
 QUEUE_LABEL = "runai/queue"
-DEFAULT_GPU_QUOTA = {"deserved": 0, "limit": -1, "overQuotaWeight": DEFAULT_OVER_QUOTA_WEIGHT}
-
-
-def _gpu_quotas(resources: list[dict]) -> dict[str, tuple[dict, int]]:
-    """A unit's GPU quota and priority by pool (a pool it has no entry for gives Run:ai's defaults)."""
-    return {entry["nodePool"]: (entry["gpu"], entry["priority"]) for entry in resources}
-
-
-NO_QUOTA = (DEFAULT_GPU_QUOTA, DEFAULT_QUOTA_PRIORITY)
+# A unit's GPU quota on a pool, in the order of ``fairshare.Queue``'s fields: deserved, limit, over-quota weight,
+# priority. A pool a unit has no entry for gives Run:ai's defaults.
+NO_QUOTA = (0, -1, DEFAULT_OVER_QUOTA_WEIGHT, DEFAULT_QUOTA_PRIORITY)
+SHARE_PLACES = Decimal("0.001")
+ZERO = Decimal(0)
+NOTHING_USED = (ZERO, ZERO)
 
 
 def _figure(value: Decimal) -> int | float:
@@ -131,47 +131,76 @@ def _queue_label() -> tuple[str, str]:
     return "json_extract(p.labels, %s)", f'$."{QUEUE_LABEL}"'
 
 
-def _usage(projects: dict, pools: list[tuple[int, str, int]]) -> dict[tuple[str, int], list[Decimal]]:
-    """``(project, pool id) -> [allocated, pending]`` GPUs; two queries, summed in the database.
+def _read_quotas(quotas: dict[str, dict[int, tuple]], position: int, resources: list[dict]) -> None:
+    """Note in ``quotas`` (``pool -> unit position -> quota``, shaped as ``NO_QUOTA``) the GPU quotas of the unit at
+    ``position`` from its ``resources``, on the pools ``quotas`` has."""
+    for entry in resources:
+        of_pool = quotas.get(entry["nodePool"])
+        if of_pool is not None:
+            gpu = entry["gpu"]
+            of_pool[position] = (gpu["deserved"], gpu["limit"], gpu["overQuotaWeight"], entry["priority"])
 
-    A project's workloads are the pods labelled ``runai/queue=<project>``, else those of its namespaces. A running
-    pod counts in every pool holding its node (each pool once, whatever its platforms); a pending one (no node yet)
-    in the pool its pool label names. SQL of its own: the pods join their nodes by (backend, name), which the ORM
-    cannot say, and 150,000 pods must be summed where they are, not read.
+
+def _usage(
+    namespaces: dict[str, list[str]], pools: list[tuple[int, str, int]], label_pools: dict[tuple[int, str, str], int]
+) -> tuple[dict[int, dict[str, list[Decimal]]], dict[int, dict[str, int]]]:
+    """``pool id -> project -> [allocated, pending]`` GPUs, and ``pool id -> project -> workloads`` (pods asking for
+    GPUs); two queries, summed in the database.
+
+    A project's workloads are the pods labelled ``runai/queue=<project>``, else those of its namespaces. A pod bound
+    to a node (running, or still starting) counts as allocated in every pool holding its node (each pool once,
+    whatever its platforms), as the scheduler counts it; a pending one (no node yet) in the pool its pool label
+    names, else in the label pool its ``nodeSelector`` asks for (``label_pools``: (backend id, key, value) -> pool
+    id). SQL of its own: the pods join their nodes by (backend, name), which the ORM cannot say, and 150,000 pods
+    must be summed where they are, not read.
     """
-    shown = {pool_id for pool_id, _, _ in pools}
     labelled = {(backend_id, name): pool_id for pool_id, name, backend_id in pools}
-    owner = {namespace: name for name, project in projects.items() for namespace in project.namespaces}
+    owner = {namespace: project for project, names in namespaces.items() for namespace in names}
     queue, key = _queue_label()
+    selector = "p.node_selector::text" if connection.vendor == "postgresql" else "p.node_selector"
+    # The pool members lead and find their nodes' pods by name: ``+`` keeps the planners (SQLite's, and
+    # PostgreSQL's before an ANALYZE) from looking them up by backend, which every pod shares, instead.
     running = _sql(
-        "SELECT namespace, queue, pool_id, SUM(gpu) FROM ("
-        f"SELECT DISTINCT p.id, p.namespace AS namespace, {queue} AS queue, m.pool_id AS pool_id, p.gpu AS gpu "
-        "FROM {pod} p JOIN {node} n ON n.backend_id = p.backend_id AND n.name = p.node_name "
-        "JOIN {member} m ON m.node_id = n.id WHERE p.phase = 'Running' AND p.gpu > 0"
-        ") pools GROUP BY namespace, queue, pool_id",
-        [key],
-    )
-    pending = _sql(
-        f"SELECT p.namespace, {queue}, p.backend_id, p.pool_name, SUM(p.gpu) FROM {{pod}} p "
-        f"WHERE p.node_name = '' AND p.gpu > 0 GROUP BY p.namespace, {queue}, p.backend_id, p.pool_name",
+        f"SELECT p.namespace, {queue}, m.pool_id, SUM(p.gpu), COUNT(*) "
+        "FROM (SELECT DISTINCT node_id, pool_id FROM {member}) m "
+        "JOIN {node} n ON n.id = m.node_id JOIN {pod} p ON p.node_name = n.name AND +p.backend_id = n.backend_id "
+        f"WHERE p.phase NOT IN ('Succeeded', 'Failed') AND p.gpu > 0 GROUP BY p.namespace, {queue}, m.pool_id",
         [key, key],
     )
-    used: dict[tuple[str, int], list[Decimal]] = {}
+    pending = _sql(
+        f"SELECT p.namespace, {queue}, p.backend_id, p.pool_name, {selector}, SUM(p.gpu), COUNT(*) FROM {{pod}} p "
+        f"WHERE p.node_name = '' AND p.gpu > 0 GROUP BY p.namespace, {queue}, p.backend_id, p.pool_name, {selector}",
+        [key, key],
+    )
+    used: dict[int, dict[str, list[Decimal]]] = {pool_id: {} for pool_id, _, _ in pools}
+    workloads: dict[int, dict[str, int]] = {pool_id: {} for pool_id, _, _ in pools}
 
-    def add(namespace: str, label: str | None, pool_id: int | None, slot: int, gpu) -> None:
-        project = label if label in projects else owner.get(namespace)
-        if project is not None and pool_id in shown:
-            used.setdefault((project, pool_id), [Decimal(0), Decimal(0)])[slot] += _gpus(gpu)
+    def add(namespace: str, label: str | None, pool_id: int | None, slot: int, gpu, count: int) -> None:
+        project = label if label in namespaces else owner.get(namespace)
+        if project is not None and pool_id in used:
+            used[pool_id].setdefault(project, [ZERO, ZERO])[slot] += _gpus(gpu)
+            workloads[pool_id][project] = workloads[pool_id].get(project, 0) + count
 
-    for namespace, label, pool_id, gpu in running:
-        add(namespace, label, pool_id, 0, gpu)
-    for namespace, label, backend_id, pool_name, gpu in pending:
-        add(namespace, label, labelled.get((backend_id, pool_name)), 1, gpu)
-    return used
+    for namespace, label, pool_id, gpu, count in running:
+        add(namespace, label, pool_id, 0, gpu, count)
+    for namespace, label, backend_id, pool_name, node_selector, gpu, count in pending:
+        pool_id = labelled.get((backend_id, pool_name))
+        if pool_id is None and label_pools and node_selector not in (None, "", "{}"):
+            pool_id = _selected_pool(backend_id, node_selector, label_pools)
+        add(namespace, label, pool_id, 1, gpu, count)
+    return used, workloads
 
 
-def _decimal(value) -> Decimal:
-    return value if isinstance(value, Decimal) else Decimal(value.numerator) / Decimal(value.denominator)
+def _selected_pool(backend_id: int, node_selector, label_pools: dict[tuple[int, str, str], int]) -> int | None:
+    """The label pool a waiting pod's ``nodeSelector`` asks for (a label pool's key and value among its pairs)."""
+    pairs = json.loads(node_selector) if isinstance(node_selector, str) else node_selector
+    if not isinstance(pairs, dict):
+        return None
+    for pair in sorted(pairs.items()):
+        pool_id = label_pools.get((backend_id, *pair))
+        if pool_id is not None:
+            return pool_id
+    return None
 
 
 def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None = None) -> list[dict]:
@@ -181,109 +210,170 @@ def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None =
     the pool's capacity; then the rows are cut to the units and pools ``user`` may see. A fixed number of
     queries, whatever the number of units, pools and pods.
     """
-    pools = list(Pool.objects.restrict(user).order_by("name").values_list("id", "name", "backend_id"))
+    pool_rows = Pool.objects.restrict(user).order_by("name").values_list("id", "name", "backend_id", "node_label")
+    pools, label_pools = [], {}
+    for pool_id, name, backend_id, node_label in pool_rows:
+        pools.append((pool_id, name, backend_id))
+        if node_label:
+            label_pools[backend_id, node_label["key"], node_label["value"]] = pool_id
     if pool is not None:
         pools = [row for row in pools if row[1] == pool]
         if not pools:
             raise NotFound(f"pool '{pool}' does not exist")
     capacity = _pool_capacity()
-    departments = {d.name: d for d in Department.objects.order_by("created_at", "id")}
-    projects = {p.name: p for p in Project.objects.select_related("department").order_by("created_at", "id")}
-    quotas = {
-        (kind, name): _gpu_quotas(unit.resources)
-        for kind, units in (("department", departments), ("project", projects))
-        for name, unit in units.items()
-    }
-    members: dict[str, list[str]] = {name: [] for name in departments}
-    for name, project in projects.items():
-        members[project.department.name].append(name)
-    used = _usage(projects, pools)
-    seen = {
-        "department": set(Department.objects.restrict(user).values_list("name", flat=True)),
-        "project": set(Project.objects.restrict(user).values_list("name", flat=True)),
-    }
-    zero = (Decimal(0), Decimal(0))
-    rows = []
+    # Every unit, seen or not, at a position: the departments, then the projects, each in creation order. Their
+    # ``resources`` are read one unit at a time and only the GPU quotas of the pools shown kept: held all at once,
+    # the decoded JSON (tens of thousands of dicts) made the garbage collector walk the whole heap.
+    quotas: dict[str, dict[int, tuple]] = {name: {} for _, name, _ in pools}
+    departments = []
+    for name, resources in Department.objects.order_by("created_at", "id").values_list("name", "resources").iterator():
+        _read_quotas(quotas, len(departments), resources)
+        departments.append(name)
+    projects = []
+    for name, department, namespaces, resources in (
+        Project.objects.order_by("created_at", "id")
+        .values_list("name", "department__name", "namespaces", "resources")
+        .iterator()
+    ):
+        _read_quotas(quotas, len(departments) + len(projects), resources)
+        projects.append((name, department, namespaces))
+    units = [("department", name, None) for name in departments]
+    units += [("project", name, department) for name, department, _ in projects]
+    if not units:
+        return []  # no quota to divide, nothing to read: what /metrics costs a fleet that uses none
+    positions = {(kind, name): position for position, (kind, name, _) in enumerate(units)}
+    members: dict[str, list[int]] = {name: [] for name in departments}  # each department's projects' positions
+    for position, (kind, _, department) in enumerate(units):
+        if kind == "project":
+            members[department].append(position)
+    used, workloads = _usage({name: namespaces for name, _, namespaces in projects}, pools, label_pools)
+    if is_system(user):
+        seen = set(positions)
+    else:
+        seen = {("department", name) for name in Department.objects.restrict(user).values_list("name", flat=True)}
+        seen |= {("project", name) for name in Project.objects.restrict(user).values_list("name", flat=True)}
     if warnings is not None:
         warnings.extend(_oversubscribed(pools, capacity, members, quotas, seen))
+    # What a unit's fair-share queue is whatever the pool: its name, its parent's, its creation order (by kind).
+    identities = [(f"department/{name}", None, order) for order, name in enumerate(departments)]
+    identities += [
+        (f"project/{name}", f"department/{department}", order) for order, (name, department, _) in enumerate(projects)
+    ]
+    # The rows of a pool: each department, then its projects, those ``user`` may see. A department's position is
+    # its place among the departments.
+    shown = []  # (position, kind, name, department, parent's position)
+    for top, (department, projects_of) in enumerate(members.items()):
+        for position, parent in [(top, None), *((member, top) for member in projects_of)]:
+            kind, name, _ = units[position]
+            if (kind, name) in seen:
+                shown.append((position, kind, name, department, parent))
+    deserved_of = _ReadOnce(lambda deserved: Decimal(str(deserved)))
+    # A fair share as a Decimal, and as a row shows it, by (numerator, denominator): a Fraction's own hash costs
+    # more than the rest of a row.
+    share_of = _ReadOnce(_share)
+    rows = []
     for pool_id, pool_name, _ in pools:
-        figures = {("project", name): tuple(used.get((name, pool_id), zero)) for name in projects}
-        for name, names in members.items():
-            parts = [figures[("project", p)] for p in names]
-            figures[("department", name)] = (sum(a for a, _ in parts), sum(p for _, p in parts))
-        queues = []
-        for kind, units in (("department", departments), ("project", projects)):
-            for order, (name, unit) in enumerate(units.items()):
-                quota, priority = quotas[(kind, name)].get(pool_name, NO_QUOTA)
-                queues.append(
-                    fairshare.Queue(
-                        name=f"{kind}/{name}",
-                        parent=f"department/{unit.department.name}" if kind == "project" else None,
-                        deserved=quota["deserved"],
-                        limit=quota["limit"],
-                        over_quota_weight=quota["overQuotaWeight"],
-                        priority=priority,
-                        request=sum(figures[(kind, name)]),
-                        creation_order=order,
-                    )
-                )
-        amount = capacity.get(pool_id, Decimal(0))
-        shares = {name: _decimal(share) for name, share in fairshare.fair_shares(amount, queues).items()}
-        by_name = {queue.name: queue for queue in queues}
-        ordered = [
-            by_name[unit]
-            for department, names in members.items()
-            for unit in (f"department/{department}", *(f"project/{project}" for project in names))
+        quota_of = quotas[pool_name]
+        unit_quotas = [quota_of.get(position, NO_QUOTA) for position in range(len(units))]
+        usage = used[pool_id]
+        count_of = workloads[pool_id]
+        department_count = (
+            {
+                department: sum(count_of.get(units[member][1], 0) for member in projects_of)
+                for department, projects_of in members.items()
+            }
+            if count_of
+            else {}
+        )
+        figures = [NOTHING_USED] * len(departments) + [
+            tuple(usage[name]) if name in usage else NOTHING_USED for name, *_ in projects
         ]
-        for queue in ordered:  # each department, then its projects
-            kind, _, name = queue.name.partition("/")
-            if name not in seen[kind]:
-                continue
-            allocated, pending = figures[(kind, name)]
-            share = shares[queue.name]
+        for department, projects_of in enumerate(members.values()):
+            parts = [figures[member] for member in projects_of if figures[member] is not NOTHING_USED]
+            if parts:
+                figures[department] = (sum(a for a, _ in parts), sum(p for _, p in parts))
+        queues = [
+            fairshare.Queue(name, parent, *quota, allocated + pending, order)
+            for (name, parent, order), quota, (allocated, pending) in zip(identities, unit_quotas, figures, strict=True)
+        ]
+        amount = capacity.get(pool_id, ZERO)
+        shares = [
+            share_of[share.numerator, share.denominator] for share in fairshare.fair_shares(amount, queues).values()
+        ]
+        for position, kind, name, department, parent in shown:
+            deserved_as_given, limit, weight, priority = unit_quotas[position]
+            allocated, pending = figures[position]
+            share, fair_share = shares[position]  # the queues' order is the positions'
             # deserved -1 stands for the amount being divided: the pool for a department, its share for a project.
-            whole = amount if kind == "department" else shares[queue.parent]
-            deserved = whole if queue.deserved == -1 else Decimal(str(queue.deserved))
+            if deserved_as_given != -1:
+                deserved = deserved_of[deserved_as_given]
+            else:
+                deserved = amount if parent is None else shares[parent][0]
             rows.append(
                 {
                     "unit": name,
                     "kind": kind,
-                    "department": name if kind == "department" else projects[name].department.name,
+                    "department": department,
                     "pool": pool_name,
-                    "deserved": queue.deserved,
-                    "limit": queue.limit,
-                    "over_quota_weight": queue.over_quota_weight,
-                    "priority": queue.priority,
-                    "allocated": _figure(allocated),
-                    "pending": _figure(pending),
-                    "request": _figure(allocated + pending),
-                    "allocation_ratio": round(float(allocated / deserved), 4) if deserved > 0 else None,
-                    "over_quota": _figure(max(ZERO, allocated - deserved)),
-                    "fair_share": _figure(share.quantize(SHARE_PLACES)),
-                    "over_fair_share": _figure(max(ZERO, allocated - share).quantize(SHARE_PLACES)),
+                    "deserved": deserved_as_given,
+                    "limit": limit,
+                    "over_quota_weight": weight,
+                    "priority": priority,
+                    "allocated": _figure(allocated) if allocated else 0,
+                    "pending": _figure(pending) if pending else 0,
+                    "request": _figure(allocated + pending) if allocated or pending else 0,
+                    "allocation_ratio": (round(float(allocated / deserved), 4) if allocated else 0.0)
+                    if deserved > 0
+                    else None,
+                    "over_quota": _figure(allocated - deserved) if allocated > deserved else 0,
+                    "fair_share": fair_share,
+                    "over_fair_share": _figure((allocated - share).quantize(SHARE_PLACES)) if allocated > share else 0,
+                    "workloads": count_of.get(name, 0) if kind == "project" else department_count.get(name, 0),
                 }
             )
     return rows
 
 
-def _oversubscribed(pools, capacity, members: dict[str, list[str]], quotas, seen) -> list[str]:
+def _share(fraction: tuple[int, int]) -> tuple[Decimal, int | float]:
+    """A fair share given as (numerator, denominator): as a Decimal, and as the figure a row shows (to SHARE_PLACES)."""
+    numerator, denominator = fraction
+    share = Decimal(numerator) / Decimal(denominator)
+    return share, _figure(share.quantize(SHARE_PLACES))
+
+
+class _ReadOnce(dict):
+    """``read(key)`` for each key, worked out the first time it is asked for: rows repeat the same few numbers."""
+
+    def __init__(self, read):
+        super().__init__()
+        self.read = read
+
+    def __missing__(self, key):
+        value = self[key] = self.read(key)
+        return value
+
+
+def _oversubscribed(pools, capacity, members: dict[str, list[int]], quotas, seen) -> list[str]:
     """SEMANTICS §9's warnings (never refusals), per pool: a department's projects deserving more than it does, and
     departments deserving more than the pool's capacity. Only about what the reader may see: the second only to
     those who see every department."""
     found = []
-    every = len(seen["department"]) == len(members)
+    every = all(("department", name) in seen for name in members)
     for pool_id, pool_name, _ in pools:
-        deserved = {key: quota.get(pool_name, NO_QUOTA)[0]["deserved"] for key, quota in quotas.items()}
-        for name, projects in members.items():
-            if name not in seen["department"] or deserved[("department", name)] == -1:
+        quota_of = quotas[pool_name]
+        deserved_of_departments = []
+        for position, (name, projects) in enumerate(members.items()):
+            deserved = quota_of.get(position, NO_QUOTA)[0]
+            deserved_of_departments.append(deserved)
+            if ("department", name) not in seen or deserved == -1:
                 continue
-            total = sum(max(0, deserved[("project", project)]) for project in projects)
-            if total > deserved[("department", name)]:
+            total = sum(max(0, quota_of.get(project, NO_QUOTA)[0]) for project in projects)
+            if total > deserved:
                 found.append(
                     f"pool '{pool_name}': the projects of department '{name}' deserve {total:g} GPUs, more than its "
-                    f"{deserved[('department', name)]:g}"
+                    f"{deserved:g}"
                 )
-        total = sum(max(0, deserved[("department", name)]) for name in members)
+        total = sum(max(0, deserved) for deserved in deserved_of_departments)
         amount = _figure(capacity.get(pool_id, ZERO))  # PostgreSQL's sum keeps the column's places: 8.000
         if every and total > amount:
             found.append(
@@ -292,5 +382,7 @@ def _oversubscribed(pools, capacity, members: dict[str, list[str]], quotas, seen
     return found
 
 
-SHARE_PLACES = Decimal("0.001")
-ZERO = Decimal(0)
+def pool_quota_capacity() -> dict[str, int | float]:
+    """Each pool's capacity as §9.1 counts it (allocatable GPUs of its available nodes), by pool name."""
+    names = dict(Pool.objects.values_list("id", "name"))
+    return {names[pool_id]: _figure(gpu) for pool_id, gpu in _pool_capacity().items() if pool_id in names}

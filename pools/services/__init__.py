@@ -40,7 +40,7 @@ from .inventory import (
     watch_events_apply,
 )
 from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, writable_backend
-from .quotas import department_create, project_create, quota_set
+from .quotas import department_create, project_create, quota_bulk_preview, quota_bulk_set, quota_set
 from .usage import usage_history_compact, usage_sample_record
 
 __all__ = [
@@ -70,6 +70,8 @@ __all__ = [
     "demo_install",
     "department_create",
     "project_create",
+    "quota_bulk_preview",
+    "quota_bulk_set",
     "quota_set",
     "lease_acquire",
     "lease_owner",

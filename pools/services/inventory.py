@@ -60,6 +60,7 @@ POD_FIELDS = (
     "phase",
     "labels",
     "pool_name",
+    "node_selector",
     "preemptible",
     "cpu",
     "memory",

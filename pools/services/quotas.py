@@ -7,7 +7,11 @@ as a revision and can be rolled back like every other; none writes a row itself.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 
+from django.db import transaction
+
+from pools import selectors
 from pools.choices import TYPE_LABELS, ConfigType
 from pools.engine.errors import ConfigError, NotFound
 from pools.models import ConfigRevision
@@ -55,21 +59,51 @@ def quota_set(*, unit: str, pool: str, figures: dict, actor: Actor, description:
     ``unit`` is a department or a project, or ``department/NAME`` / ``project/NAME`` when both exist.
     ``figures`` is part of a quota entry: ``{"priority": 100, "gpu": {"deserved": 4}, "cpu": {...}}``.
     """
+    return quota_bulk_set(
+        quotas=[{"unit": unit, "pool": pool, "figures": figures}], actor=actor, description=description
+    )
+
+
+def quota_bulk_set(
+    *, quotas: list[dict], actor: Actor, description: str = "", tags: Iterable[str] = ()
+) -> list[ConfigRevision]:
+    """Set many quotas in one change, all or nothing: ``[{"unit", "pool", "figures"}]`` as for ``quota_set``.
+
+    The quota grid's bulk save and ``PUT /api/quotas/``: one revision per changed type (departments, projects),
+    every entry checked before anything is written, so a bad one leaves every quota as it was.
+    """
 
     def change(current: dict) -> dict:
-        config_type, name = _unit(current, unit)
-        body = copy.deepcopy(current[config_type][name])
-        entries = {entry["nodePool"]: entry for entry in body["resources"]}
-        entry = entries.setdefault(pool, {"nodePool": pool})
-        for key, value in figures.items():
-            if isinstance(value, dict) and isinstance(entry.get(key), dict):
-                entry[key] = {**entry[key], **value}
-            else:
-                entry[key] = value
-        body["resources"] = list(entries.values())
-        return {config_type: {name: body}}
+        changed: dict[ConfigType, dict[str, dict]] = {}
+        for index, item in enumerate(quotas):
+            try:
+                config_type, name = _unit(current, item["unit"])
+            except ConfigError as exc:  # NotFound too, keeping its kind (404)
+                raise type(exc)(exc.problems[0].message, field=f"quotas[{index}].unit") from None
+            body = changed.setdefault(config_type, {}).setdefault(name, copy.deepcopy(current[config_type][name]))
+            entries = {entry["nodePool"]: entry for entry in body["resources"]}
+            entry = entries.setdefault(item["pool"], {"nodePool": item["pool"]})
+            for key, value in item["figures"].items():
+                if isinstance(value, dict) and isinstance(entry.get(key), dict):
+                    entry[key] = {**entry[key], **value}
+                else:
+                    entry[key] = value
+            body["resources"] = list(entries.values())
+        return changed
 
-    return config_apply(changes=change, actor=actor, description=description)
+    return config_apply(changes=change, actor=actor, description=description, tags=tags)
+
+
+def quota_bulk_preview(*, quotas: list[dict], actor: Actor) -> list[str]:
+    """The warnings of SEMANTICS §9 after a bulk change, the change itself not kept: the quota grid's check as one
+    types. The change is made as ``quota_bulk_set`` makes it (the gate and every check included), the warnings
+    read with ``quota_figures``, the one function that knows them, and the transaction rolled back."""
+    with transaction.atomic():
+        quota_bulk_set(quotas=quotas, actor=actor)
+        warnings: list[str] = []
+        selectors.quota_figures(user=actor.principal, warnings=warnings)
+        transaction.set_rollback(True)
+    return warnings
 
 
 def _unit(current: dict, unit: str) -> tuple[ConfigType, str]:

@@ -1,4 +1,4 @@
-"""Usage history: a sample per pool and per GPU product each minute, compacted to hourly averages.
+"""Usage history: a sample per pool, per GPU product and per pool's quotas each minute, compacted to hourly averages.
 
 Minute samples are kept for two days, hourly ones for 90 days (``usage_history_compact``).
 """
@@ -20,8 +20,9 @@ HOUR_RETENTION = timedelta(days=90)
 
 
 def usage_sample_record(*, at: datetime | None = None) -> int:
-    """Store this minute's sample of every pool and GPU product (once per minute; repeats are ignored)."""
+    """Store this minute's sample of every pool, GPU product and pool's quotas (once a minute; repeats are ignored)."""
     at = (at or timezone.now()).replace(second=0, microsecond=0)
+    pools = selectors.pool_list(with_ids=True, user=SYSTEM_PRINCIPAL)
     samples = [
         UsageSample(
             scope=UsageSample.Scope.POOL,
@@ -33,7 +34,7 @@ def usage_sample_record(*, at: datetime | None = None) -> int:
             quota_used=row["gpu"]["quota_used"],
             quota_limit=row["gpu"]["quota_limit"],
         )
-        for row in selectors.pool_list(with_ids=True, user=SYSTEM_PRINCIPAL)
+        for row in pools
     ]
     samples += [
         UsageSample(
@@ -45,6 +46,21 @@ def usage_sample_record(*, at: datetime | None = None) -> int:
             capacity=row["capacity"],
         )
         for row in selectors.gpu_product_usage()
+    ]
+    backends = {row["name"]: row["backend_id"] for row in pools}
+    samples += [
+        UsageSample(
+            scope=UsageSample.Scope.QUOTA,
+            key=row["pool"],
+            backend_id=backends[row["pool"]],
+            at=at,
+            used=row["allocated"],
+            capacity=row["capacity"],
+            quota_used=row["allocated"],
+            quota_limit=row["deserved"],
+        )
+        for row in selectors.quota_pool_totals()
+        if row["pool"] in backends
     ]
     UsageSample.objects.bulk_create(samples, ignore_conflicts=True, batch_size=1000)
     return len(samples)

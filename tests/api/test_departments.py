@@ -322,3 +322,62 @@ def test_a_projects_default_namespace_is_a_valid_namespace_name(pools, poolctl):
     assert poolctl("department", "create", "rnd").code == 0
     assert poolctl("project", "create", "Speech_Team.v2", "--department", "rnd").code == 0
     assert state(ConfigType.PROJECT)["Speech_Team.v2"]["namespaces"] == ["runai-speech-team-v2"]
+
+
+def test_patch_quotas_changes_many_units_figures_in_one_request_and_keeps_the_rest(rnd, admin_api):
+    before = ConfigRevision.objects.count()
+    response = admin_api.patch(
+        "/api/quotas/?description=plan+q3",
+        {
+            "quotas": [
+                {"unit": "rnd", "nodePool": "a100", "gpu": {"deserved": 10}},
+                {"unit": "vision", "nodePool": "a100", "gpu": {"limit": 9}},
+                {"unit": "nlp", "nodePool": "v100", "priority": 50, "gpu": {"deserved": 1.5}},
+            ]
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert [r["config_type"] for r in response.json()["revisions"]] == ["DEPARTMENT", "PROJECT"]
+    assert ConfigRevision.objects.count() == before + 2  # one revision per type changed
+    assert state(ConfigType.DEPARTMENT)["rnd"]["resources"] == [quota("a100", 10, 12, 3), quota("hidden", 2)]
+    assert state(ConfigType.PROJECT)["vision"]["resources"] == [quota("a100", 6, 9)]
+    assert state(ConfigType.PROJECT)["nlp"]["resources"] == [quota("v100", 1.5, priority=50)]
+    assert ConfigRevision.objects.latest("created_at").description == "plan q3"
+
+
+@pytest.mark.parametrize(
+    ("item", "status", "field"),
+    [
+        ({"unit": "nobody", "nodePool": "a100"}, 404, "quotas[1].unit"),
+        ({"unit": "nlp", "nodePool": "gone"}, 400, ""),
+        ({"unit": "nlp", "nodePool": "a100", "gpu": {"deserved": -2}}, 400, "gpu.deserved"),
+        ({"unit": "nlp"}, 400, "quotas[1].nodePool"),
+        ("nlp", 400, "quotas[1]"),
+    ],
+)
+def test_one_bad_quota_in_a_bulk_change_writes_nothing(rnd, admin_api, item, status, field):
+    before = ConfigRevision.objects.count()
+    response = admin_api.patch(
+        "/api/quotas/", {"quotas": [{"unit": "rnd", "nodePool": "a100", "gpu": {"deserved": 1}}, item]}, format="json"
+    )
+    assert response.status_code == status, response.content
+    assert field in response.json()["errors"][0]["field"]
+    assert ConfigRevision.objects.count() == before
+    assert state(ConfigType.DEPARTMENT)["rnd"]["resources"][0]["gpu"]["deserved"] == 8
+
+
+def test_a_bulk_quota_change_is_gated_per_unit(people, client_for):
+    manager = client_for(people["manager"])
+    mine = {"unit": "vision", "nodePool": "a100", "gpu": {"deserved": 2}}
+    assert manager.patch("/api/quotas/", {"quotas": [mine]}, format="json").status_code == 200
+    theirs = {"unit": "rnd", "nodePool": "a100", "gpu": {"deserved": 80}}
+    refused = manager.patch("/api/quotas/", {"quotas": [{**mine, "gpu": {"deserved": 3}}, theirs]}, format="json")
+    assert refused.status_code == 403
+    assert state(ConfigType.PROJECT)["vision"]["resources"][0]["gpu"]["deserved"] == 2
+    hidden = {"unit": "infer-x", "nodePool": "a100", "gpu": {"deserved": 1}}
+    assert manager.patch("/api/quotas/", {"quotas": [hidden]}, format="json").status_code == 404
+    researcher = client_for(people["researcher"])  # may change no quota at all: refused before any is read
+    for change in (mine, {"unit": "nlp", "nodePool": "a100"}):
+        refused = researcher.patch("/api/quotas/", {"quotas": [change]}, format="json")
+        assert refused.status_code == 403 and "config:Update" in refused.json()["errors"][0]["message"]

@@ -125,3 +125,28 @@ def test_over_subscription_is_a_warning_never_a_refusal(lab, poolctl, client_for
         password=None,
     )
     assert client_for(reader).get("/api/quotas/").json()["warnings"] == [result.err.splitlines()[0][9:]]
+
+
+def test_a_starting_pod_is_allocated_and_a_label_pools_waiting_pod_is_pending_there(cluster, actor):
+    """A pod bound to a node but not running yet holds its GPUs (as the scheduler and the pool's usage count it);
+    a waiting pod asking for a label pool by its ``nodeSelector`` only (what the pool's template renders) is
+    pending in that pool. Each is one of the project's workloads there."""
+    starting = pod("starting", node="a-0", gpu=2, namespace="runai-vision", phase="Pending")
+    waiting = pod("waiting", gpu=3, namespace="runai-vision", phase="Pending")
+    waiting["spec"]["nodeSelector"] = {"kubernetes.io/arch": "amd64", "gpu-type": "A100"}
+    elsewhere = pod("elsewhere", gpu=5, namespace="runai-vision", phase="Pending")
+    elsewhere["spec"]["nodeSelector"] = {"gpu-type": "H100"}  # no pool takes these nodes: counted nowhere
+    cluster([node("a-0", gpu=8, labels=A100), starting, waiting, elsewhere], name="lab")
+    services.config_apply(
+        changes={
+            ConfigType.POOL: {"a100": {"backend": "lab", "node_label": {"key": "gpu-type", "value": "A100"}}},
+            ConfigType.DEPARTMENT: {"rnd": {}},
+            ConfigType.PROJECT: {"vision": {"department": "rnd"}},
+        },
+        actor=actor,
+    )
+    found = rows(SYSTEM)
+    vision, rnd = found[("a100", "vision")], found[("a100", "rnd")]
+    assert (vision["allocated"], vision["pending"], vision["workloads"]) == (2, 3, 2)
+    assert (rnd["allocated"], rnd["pending"], rnd["workloads"]) == (2, 3, 2)
+    assert selectors.pool_list(names=["a100"], user=SYSTEM)[0]["gpu"]["total_usage"] == 2  # the same as the pool's

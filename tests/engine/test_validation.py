@@ -16,7 +16,9 @@ from pools.engine.validation import (
     evaluate_rule,
     node_variables,
     parse_rules,
+    requested_amounts,
     rule_is_per_node,
+    start_on_node,
 )
 from pools.engine.variables import render_pod_template, resolve_variables
 
@@ -244,7 +246,13 @@ def test_unavailable_nodes_are_listed_but_cannot_hold_the_request():
         GPU_RULES, {"USER_GPU": 1}, [node("down", available=False, reason="cordoned"), node("up", free_gpu=0)]
     )
     assert not verdict.passed
-    assert verdict.nodes[0].as_dict() == {"node": "down", "passed": False, "errors": ["node unavailable: cordoned"]}
+    assert verdict.nodes[0].as_dict() == {
+        "node": "down",
+        "passed": False,
+        "errors": ["node unavailable: cordoned"],
+        "start": "",
+        "shortfalls": [],
+    }
 
 
 def test_with_no_available_node_the_verdict_says_so():
@@ -259,7 +267,80 @@ def test_with_no_node_at_all_the_verdict_says_so():
     verdict = check_request(GPU_RULES, {"USER_GPU": 1}, [], platform="l40s")
     assert not verdict.passed
     assert verdict.errors == ["no available node in platform 'l40s' (it has no nodes)"]
-    assert verdict.as_dict() == {"passed": False, "errors": verdict.errors, "nodes": []}
+    assert verdict.as_dict() == {
+        "passed": False,
+        "errors": verdict.errors,
+        "nodes": [],
+        "starts": "",
+        "start_now_nodes": 0,
+    }
+
+
+# starting now or waiting (beyond OSMO and Run:ai)
+
+ALLOCATABLE_GPU_RULES = [rule("LE", "{{USER_GPU}}", "{{K8_GPU}}", "{{USER_GPU}} GPUs exceed the node's {{K8_GPU}}")]
+
+
+def test_eight_gpus_on_nodes_whose_eight_gpus_are_all_in_use_fit_but_wait():
+    verdict = check_request(ALLOCATABLE_GPU_RULES, {"USER_GPU": 8}, [node("a", free_gpu=0), node("b", free_gpu=0)])
+    assert verdict.passed  # the rules say the nodes could hold it: they have 8 GPUs
+    assert (verdict.starts, verdict.start_now_nodes) == ("wait", 0)
+    assert [(n.node, n.start, n.shortfalls) for n in verdict.nodes] == [
+        ("a", "wait", ["needs 8 GPUs, 0 free"]),
+        ("b", "wait", ["needs 8 GPUs, 0 free"]),
+    ]
+
+
+def test_a_node_with_the_request_free_starts_it_now():
+    verdict = check_request(ALLOCATABLE_GPU_RULES, {"USER_GPU": 8}, [node("busy", free_gpu=2), node("idle")])
+    assert (verdict.starts, verdict.start_now_nodes) == ("now", 1)
+    assert [(n.node, n.start, n.shortfalls) for n in verdict.nodes] == [
+        ("busy", "wait", ["needs 8 GPUs, 2 free"]),
+        ("idle", "now", []),
+    ]
+
+
+def test_every_short_resource_is_named_with_its_unit():
+    busy = node("busy", free_gpu=0, free_cpu=Decimal("0.5"), free_memory=8 * GI, free_storage=0)
+    variables = {"USER_GPU": 1, "USER_CPU": "1500m", "USER_MEMORY": "16Gi", "USER_STORAGE": "2 * 5Gi"}
+    assert start_on_node(busy, requested_amounts(variables)) == (
+        "wait",
+        [
+            "needs 1 GPU, 0 free",
+            "needs 1.5 CPUs, 0.5 free",
+            "needs 16Gi memory, 8Gi free",
+            "needs 10Gi storage, 0 free",
+        ],
+    )
+
+
+def test_a_node_that_fails_its_rules_or_is_unavailable_says_nothing_about_starting():
+    verdict = check_request(
+        ALLOCATABLE_GPU_RULES, {"USER_GPU": 8}, [node("small", gpu=4), node("down", available=False), node("ok")]
+    )
+    assert [(n.node, n.passed, n.start) for n in verdict.nodes] == [
+        ("small", False, ""),
+        ("down", False, ""),
+        ("ok", True, "now"),
+    ]
+
+
+def test_a_request_refused_by_a_static_rule_starts_nowhere():
+    verdict = check_request([rule("GT", "{{USER_GPU}}", "0", "ask for a GPU")], {"USER_GPU": 0}, [node()])
+    assert not verdict.passed and verdict.nodes[0].passed
+    assert (verdict.starts, verdict.start_now_nodes, verdict.nodes[0].start) == ("", 0, "")
+
+
+def test_amounts_that_are_missing_null_negative_or_not_quantities_ask_for_nothing():
+    assert requested_amounts({"USER_GPU": None, "USER_CPU": "lots", "USER_MEMORY": -1, "USER_STORAGE": True}) == {}
+    assert requested_amounts({"USER_GPU": "0.5", "USER_MEMORY": "1Gi"}) == {"gpu": Decimal("0.5"), "memory": GI}
+    # Nothing asked: any node that passes starts it now, even one with nothing free.
+    assert start_on_node(node(free_gpu=0, free_cpu=0), requested_amounts({})) == ("now", [])
+
+
+def test_overcommitted_nodes_count_as_nothing_free():
+    assert start_on_node(node(free_gpu=-2), {"gpu": Decimal(1)}) == ("wait", ["needs 1 GPU, 0 free"])
+    assert start_on_node(node(free_gpu=-2), {"gpu": Decimal("0.5")}) == ("wait", ["needs 0.5 GPUs, 0 free"])
 
 
 def test_per_node_rules_see_request_variables_and_node_variables():

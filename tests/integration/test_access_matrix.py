@@ -94,12 +94,21 @@ def estate(live_server, cluster, actor):
         {"actions": ["backend:Read"], "resources": ["backend/bk-main"]},
     )
     role("no-zebra", {"effect": "Deny", "actions": ["*"], "resources": ["pool/zebra*"]})
+    role(  # Run:ai's department admin: its projects and their quotas, on the pools it may see
+        "dept-alpha-admin",
+        {"actions": ["config:Update"], "resources": ["config/PROJECT"]},
+        {"actions": ["department:Read", "department:Update"], "resources": ["department/dept-alpha"]},
+        {"actions": ["project:Read"], "resources": ["project/*"]},
+    )
+    role("proj-alpha-researcher", {"actions": ["project:Read"], "resources": ["project/proj-alpha"]})
     people = {
         "root": person("root", is_superuser=True),
         "team": person("team", "osmo-alpha"),
         "editor": person("editor", "osmo-alpha", "alpha-editor"),
         "reader": person("reader", "osmo-user", "no-zebra"),
         "nobody": person("nobody"),
+        "dept-admin": person("dept-admin", "osmo-alpha", "dept-alpha-admin"),
+        "researcher": person("researcher", "osmo-alpha", "proj-alpha-researcher"),
         "prometheus": service_account("prometheus", "osmo-metrics"),
         "anonymous": None,
     }
@@ -142,6 +151,8 @@ def bindings(door: Door) -> list[dict]:
         return [{"kind": "templates"}, {"kind": "roles"}]
     if "{username}" in path:
         return [{"username": "team"}, {"username": "root"}]
+    if "{pool}" in path:
+        return [{"pool": "alpha-pool"}, {"pool": SECRET}]
     if "{pool_name}" in path:
         platform = {"name": "gpu"} if "{name}" in path else {}
         return [{"pool_name": "alpha-pool", **platform}, {"pool_name": SECRET, **platform}]
@@ -202,6 +213,10 @@ def body_for(door: Door, params: dict) -> dict:
         return {"name": "dept-new", "resources": [{"nodePool": "alpha-pool"}]}
     if path == "/api/projects/":
         return {"name": "proj-new", "department": "dept-alpha"}
+    if path == "/api/quotas/":
+        return {"quotas": [{"unit": "proj-alpha", "nodePool": "alpha-pool", "gpu": {"deserved": 1}}]}
+    if path == "/quotas/":
+        return {"pool-0": "alpha-pool", "unit-0": "project/proj-alpha", "q-0-0-deserved": "1"}
     if path == "/api/quotas/simulate/":
         return {"capacity": 8, "queues": [{"name": "alpha", "request": 4}]}
     if path == "/label-pools/new/":
@@ -265,6 +280,8 @@ def may(user, door: Door, params: dict) -> bool:
     if door.path == "/api/configs/import/":
         return allows(user, door.acts, "POOL")
     target = door.acts_on
+    if "|" in target:  # any of these types (quotas: departments or projects)
+        return any(allows(user, door.acts, one) for one in target.split("|"))
     if target.startswith("{"):
         key = target[1:-1]
         if key == "kind":

@@ -33,6 +33,10 @@ PAGES = [
     ("GET /label-pools/new/", "/label-pools/new/?q=l40s-r"),
     ("GET /label-pools/{name}/delete/", "/label-pools/l40s-nodes/delete/"),
     ("GET /nodes/{name}/labels/", "/nodes/l40s-r-001/labels/"),
+    ("GET /quotas/", "/quotas/"),
+    ("GET /quotas/{pool}/", "/quotas/robotics-training/"),
+    ("GET /projects/", "/projects/"),
+    ("GET /departments/", "/departments/"),
     ("GET /backends/", "/backends/"),
     ("GET /config/{kind}/", "/config/templates/"),
     ("GET /config/{kind}/", "/config/validations/"),
@@ -54,6 +58,7 @@ PAGES = [
 # Doors that are not pages of their own: each is checked on the page that shows it.
 IN_PAGES = {
     "GET /pools/{name}/usage/": "the pool page's usage chart",
+    "GET /quotas/{pool}/usage/": "the quota dashboard's chart (test_quota_grid_browser.py)",
     "GET /backends/{name}/sync/status/": "the backends page after Sync now",
 }
 # What someone without roles sees: empty pages, and a refusal.

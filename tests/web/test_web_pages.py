@@ -520,3 +520,82 @@ class TestNodeLabelChange(NodeLabelsDoor):
 
     def body(self, params):
         return {"key": "team", "value": "vision"}
+
+
+# --- departments, projects and quotas (SEMANTICS §9) ----------------------------------------------------------
+
+# Run:ai's department admin of the demo's research department, on the team-a pool only.
+RESEARCH_ADMIN = (
+    READ_TEAM_A,
+    {"actions": ["config:Update"], "resources": ["config/PROJECT"]},
+    {"actions": ["department:Read", "department:Update"], "resources": ["department/research"]},
+    {"actions": ["project:Read"], "resources": ["project/*"]},
+)
+
+
+class TestProjects(PageTestCases.Page):
+    door = "GET /projects/"
+    grant = (READ_TEAM_A, {"actions": ["project:Read"], "resources": ["project/team-a"]})
+    shows = ('data-project="team-a"', "<td>research</td>")
+    max_queries = 24  # 19 today
+
+
+class TestProjectsCsv(PageTestCases.Page):
+    door = "GET /projects/"
+    query = "?format=csv&department=research"
+    grant = TestProjects.grant
+    shows = ("name,department,status,node_pools", "team-a,research,")
+    max_queries = 22  # 17 today
+
+
+class TestDepartments(PageTestCases.Page):
+    door = "GET /departments/"
+    grant = (READ_TEAM_A, {"actions": ["department:Read"], "resources": ["department/research"]})
+    shows = ('data-department="research"',)
+    max_queries = 22  # 17 today
+
+
+class TestQuotaGrid(PageTestCases.Page):
+    door = "GET /quotas/"
+    grant = RESEARCH_ADMIN
+    shows = ('data-unit="project/team-a"', 'name="q-', "save-quotas")
+    max_queries = 22  # 17 today
+
+
+class TestQuotaGridSave(PageTestCases.ForAConfigType):
+    door = "POST /quotas/"
+    grant = RESEARCH_ADMIN
+    granted = 302
+    elsewhere = POOL_CHANGES_ONLY
+
+    def body(self, params):
+        return {"pool-0": "team-a", "unit-0": "project/team-a", "q-0-0-deserved": "2"}
+
+
+class TestQuotaGridPreview(PageTestCases.ForAConfigType):
+    door = "POST /quotas/"
+    htmx = True
+    grant = RESEARCH_ADMIN
+    shows = ("After this change", "the projects of department &#x27;research&#x27; deserve 2 GPUs, more than its 0")
+    elsewhere = POOL_CHANGES_ONLY
+
+    def body(self, params):
+        return {"pool-0": "team-a", "unit-0": "project/team-a", "q-0-0-deserved": "2", "preview": "1"}
+
+
+class TestQuotaDashboard(PageTestCases.Page):
+    door = "GET /quotas/{pool}/"
+    params = {"pool": "team-a"}
+    hidden = {"pool": "robotics-training"}
+    grant = (READ_TEAM_A, {"actions": ["project:Read"], "resources": ["project/*"]})
+    shows = ("Quotas of team-a", 'data-unit="project/team-a"')
+    max_queries = 24  # 19 today
+
+
+class TestQuotaDashboardUsage(PageTestCases.Page):
+    door = "GET /quotas/{pool}/usage/"
+    query = "?range=1h"
+    params = {"pool": "team-a"}
+    hidden = {"pool": "robotics-training"}
+    shows = ('"label": "Allocated"',)
+    max_queries = 10  # 7 today

@@ -132,6 +132,7 @@ def test_what_if_shows_the_merged_spec_and_the_verdict_per_node(as_admin):
     html = as_admin.get("/what-if/?pool=robotics-training&platform=h100-platform&cpu=4&gpu=1&memory=16Gi").content
     assert b"Fits: this request would be accepted" in html
     assert b"h100-a-001" in html and b"value: h100-platform" in html
+    assert b'<th scope="col">Start</th>' in html and (b"starts now" in html or b"waits" in html)
     rejected = as_admin.get("/what-if/?pool=robotics-training&platform=h100-platform&cpu=4&gpu=64").content
     assert b"Rejected" in rejected
 

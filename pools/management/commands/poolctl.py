@@ -161,6 +161,8 @@ class Command(BaseCommand):
             p.add_argument("pool")
             p.add_argument("--platform")
             p.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE")
+            if verb == "check":
+                p.add_argument("--project", help="also say whether the request fits this project's quota on the pool")
             _format_option(p)
 
         resource = groups.add_parser("resource", help="nodes").add_subparsers(dest="verb", required=True)
@@ -514,6 +516,7 @@ class Command(BaseCommand):
             platform=o["platform"],
             user_values=parse_assignments(o["assignments"]),
             user=self.principal,
+            project=o["project"],
         )
         self.out(cli.as_json(result) if o["format"] == "json" else cli.check_text(result))
         if not result["passed"]:

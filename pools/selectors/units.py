@@ -1,0 +1,203 @@
+"""Departments and projects as the quota pages show them: Run:ai's projects and departments tables, the quota
+grid (units x pools) and a pool's quota dashboard.
+
+Every figure comes from ``quota_figures`` (SEMANTICS §9), the one function the API, ``poolctl`` and ``/metrics``
+read too; this module only groups its rows per unit or per pool, so a page never computes a figure of its own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+
+from accounts.access import SYSTEM, allows
+
+from ..choices import ConfigType, UnitStatus
+from ..engine.errors import NotFound
+from ..engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT
+from ..models import Pool, UsageSample
+from .capacity import usage_series
+from .quotas import departments_visible, pool_quota_capacity, projects_visible, quota_figures
+
+BELOW_ABOVE_SHOWN = 5
+
+
+def _ratio(allocated: float, deserved: float) -> float | None:
+    return round(allocated / deserved, 4) if deserved > 0 else None
+
+
+def _sum(values) -> int | float:
+    total = sum((Decimal(str(value)) for value in values), Decimal(0))
+    return int(total) if total == int(total) else float(total)
+
+
+def _unit_status(allocated, pending, quota) -> str:
+    """How a unit stands over the pools shown, by the totals its row shows (``UnitStatus``): holding more GPUs
+    than its quota adds up to (the excess is preemptible), waiting for GPUs, running within it, or idle."""
+    if allocated > quota:
+        return UnitStatus.OVER_QUOTA
+    if pending > 0:
+        return UnitStatus.WAITING
+    if allocated > 0:
+        return UnitStatus.WITHIN_QUOTA
+    return UnitStatus.IDLE
+
+
+def _per_unit(rows: list[dict], kind: str) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        if row["kind"] == kind:
+            grouped[row["unit"]].append(row)
+    return grouped
+
+
+def _totals(figures: list[dict]) -> dict:
+    """A unit's GPU figures added up over its pools (a deserved of -1, the whole amount, counts as nothing)."""
+    deserved = _sum(max(0, row["deserved"]) for row in figures)
+    allocated = _sum(row["allocated"] for row in figures)
+    pending = _sum(row["pending"] for row in figures)
+    return {
+        "node_pools": [row["pool"] for row in figures if row["deserved"] != 0],
+        "gpu_quota": deserved,
+        "allocated_gpus": allocated,
+        "pending_gpus": pending,
+        "allocation_ratio": _ratio(allocated, deserved),
+        "over_quota_gpus": _sum(row["over_quota"] for row in figures),
+        "fair_share_gpus": _sum(row["fair_share"] for row in figures),
+        "workloads": sum(row["workloads"] for row in figures),
+        "status": _unit_status(allocated, pending, deserved),
+    }
+
+
+def project_table(*, user, department: str | None = None) -> list[dict]:
+    """Run:ai's projects view: each project ``user`` may see, its department, status, node pools with quota,
+    GPUs allocated and quota, allocation ratio, CPU and memory quota and its workloads. Fixed query count."""
+    figures = _per_unit(quota_figures(user=user), "project")
+    return [
+        {**project, **_totals(figures.get(project["name"], []))}
+        for project in projects_visible(user=user, department=department)
+    ]
+
+
+def department_table(*, user) -> list[dict]:
+    """Each department ``user`` may see with its projects, quotas and what it holds, over every pool."""
+    figures = _per_unit(quota_figures(user=user), "department")
+    return [
+        {**department, **_totals(figures.get(department["name"], []))} for department in departments_visible(user=user)
+    ]
+
+
+def can_change_unit(user, kind: str, department: str) -> bool:
+    """Whether ``user`` may change this department's quota, or a project's of ``department`` (the gate's rule)."""
+    if kind == "department":
+        return allows(user, CHANGE_CONFIG, ConfigType.DEPARTMENT)
+    return allows(user, CHANGE_CONFIG, ConfigType.PROJECT) and allows(user, MANAGE_DEPARTMENT, department)
+
+
+def can_change_quotas(user) -> bool:
+    """Whether ``user`` may change any quota at all: a department's, or a project's (of a department they manage)."""
+    return allows(user, CHANGE_CONFIG, ConfigType.DEPARTMENT) or allows(user, CHANGE_CONFIG, ConfigType.PROJECT)
+
+
+def quota_grid(*, user, department: str | None = None) -> dict:
+    """The quota grid: one row per department (then its projects) ``user`` may see, one cell per visible pool
+    with its quota (deserved, limit, over-quota weight) and what it holds; ``editable`` per row by the gate.
+
+    Also ``warnings`` (SEMANTICS §9) for the current quotas.
+    """
+    warnings: list[str] = []
+    rows = quota_figures(user=user, warnings=warnings)
+    pools = list(dict.fromkeys(row["pool"] for row in rows))
+    units: dict[tuple[str, str], dict] = {}
+    editable: dict[tuple[str, str], bool] = {}
+    for row in rows:
+        if department and row["department"] != department:
+            continue
+        key = (row["kind"], row["unit"])
+        if key not in units:
+            rights = (row["kind"], row["department"])
+            if rights not in editable:
+                editable[rights] = can_change_unit(user, *rights)
+            units[key] = {
+                "kind": row["kind"],
+                "unit": row["unit"],
+                "department": row["department"],
+                "editable": editable[rights],
+                "cells": [],
+            }
+        units[key]["cells"].append(row)
+    return {"pools": pools, "rows": list(units.values()), "warnings": warnings}
+
+
+def quota_dashboard(*, user, pool: str) -> dict:
+    """A pool's quota dashboard: its capacity against the quotas given on it, allocated against deserved per
+    department and project, what waits per project, and the units farthest below and above their fair share."""
+    pool_obj = Pool.objects.restrict(user).filter(name=pool).first()
+    if pool_obj is None:
+        raise NotFound(f"pool '{pool}' does not exist")
+    warnings: list[str] = []
+    rows = quota_figures(user=user, pool=pool, warnings=warnings)
+    departments = [row for row in rows if row["kind"] == "department"]
+    projects = [row for row in rows if row["kind"] == "project"]
+    capacity = pool_quota_capacity().get(pool_obj.name, 0)
+    deserved = _sum(capacity if row["deserved"] == -1 else row["deserved"] for row in departments)
+    allocated = _sum(row["allocated"] for row in departments)
+    # Below their fair share: what they could still get (they ask for more); above: what they hold beyond it.
+    gaps = [
+        {**row, "gap": _sum([row["fair_share"], -row["allocated"]])}
+        for row in projects
+        if row["allocated"] or row["pending"] or row["fair_share"]
+    ]
+    below = sorted((row for row in gaps if row["gap"] > 0), key=lambda row: (-row["gap"], row["unit"]))
+    above = sorted((row for row in gaps if row["gap"] < 0), key=lambda row: (row["gap"], row["unit"]))
+    return {
+        "pool": pool_obj.name,
+        "capacity": capacity,
+        "deserved": deserved,
+        "allocated": allocated,
+        "pending": _sum(row["pending"] for row in departments),
+        "quota_ratio": _ratio(deserved, capacity),
+        "allocation_ratio": _ratio(allocated, deserved),
+        "rows": rows,
+        "pending_by_project": sorted(
+            (row for row in projects if row["pending"] > 0), key=lambda row: (-row["pending"], row["unit"])
+        ),
+        "below_fair_share": below[:BELOW_ABOVE_SHOWN],
+        "above_fair_share": above[:BELOW_ABOVE_SHOWN],
+        "warnings": warnings,
+    }
+
+
+def quota_pool_totals() -> list[dict]:
+    """Per pool of the fleet: its capacity, the GPUs its departments deserve (-1 counting as the whole pool) and
+    hold. The minute's quota sample of each pool (``usage_sample_record``); read as the system, every unit."""
+    totals: dict[str, dict] = {}
+    capacity = pool_quota_capacity()
+    for row in quota_figures(user=SYSTEM):
+        if row["kind"] != "department":
+            continue
+        entry = totals.setdefault(
+            row["pool"],
+            {"pool": row["pool"], "capacity": capacity.get(row["pool"], 0), "deserved": [], "allocated": []},
+        )
+        entry["deserved"].append(entry["capacity"] if row["deserved"] == -1 else row["deserved"])
+        entry["allocated"].append(row["allocated"])
+    return [
+        {**entry, "deserved": _sum(entry["deserved"]), "allocated": _sum(entry["allocated"])}
+        for entry in totals.values()
+    ]
+
+
+def quota_series(*, user, pool: str, since) -> list[dict]:
+    """A pool's departments' allocation against their deserved quota and the pool's capacity over time."""
+    if not Pool.objects.restrict(user).filter(name=pool).exists():
+        raise NotFound(f"pool '{pool}' does not exist")
+    return [
+        {
+            "at": sample["at"],
+            "allocated": sample["used"],
+            "deserved": sample["quota_limit"],
+            "capacity": sample["capacity"],
+        }
+        for sample in usage_series(scope=UsageSample.Scope.QUOTA, key=pool, since=since)
+    ]
