@@ -1,4 +1,5 @@
-"""Prometheus metrics at ``/metrics``: per pool GPU numbers, per backend sync health.
+"""Prometheus metrics at ``/metrics``: per pool GPU numbers, per (department or project, pool) quota figures, per
+backend sync health.
 
 Read at scrape time from the same selectors as every page and ``poolctl``, so the numbers agree. They
 name every pool and backend, so only a principal holding ``READ_METRICS`` (built-in role
@@ -9,6 +10,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.utils import floatToGoString
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
@@ -26,6 +28,19 @@ POOL_GAUGES = (
     ("quota_used", "quota_used", "GPUs of the pool's non-preemptible pods"),
     ("quota_limit", "quota_limit", "The pool's GPU quota (guarantee, or the node set's capacity)"),
 )
+# Per (department or project, pool): the figures of ``quota_figures`` (SEMANTICS §9), the rows of ``poolctl quota
+# list`` and ``GET /api/quotas/``. (metric suffix, row field, help)
+QUOTA_GAUGES = (
+    ("gpu_deserved", "deserved", "GPUs the unit deserves on the pool (-1: the whole amount being divided)"),
+    ("gpu_allocated", "allocated", "GPUs of the unit's pods bound to the pool's nodes (running or starting)"),
+    ("gpu_pending", "pending", "GPUs of the unit's pods waiting for a node of the pool"),
+    ("gpu_request", "request", "GPUs the unit asks for on the pool: allocated + pending"),
+    ("allocation_ratio", "allocation_ratio", "allocated / deserved (no sample when deserved is 0)"),
+    ("gpu_over_quota", "over_quota", "GPUs allocated beyond deserved: max(0, allocated - deserved)"),
+    ("gpu_fair_share", "fair_share", "The unit's fair share of the pool's GPUs, as KAI Scheduler divides them"),
+    ("gpu_over_fair_share", "over_fair_share", "GPUs allocated beyond the fair share: max(0, allocated - fair share)"),
+)
+QUOTA_LABELS = ("department", "kind", "pool", "unit")  # in prometheus_client's order: by name
 
 
 class InventoryCollector:
@@ -65,6 +80,31 @@ class InventoryCollector:
         yield from (age, duration, nodes, errors)
 
 
+def quota_exposition(rows: list[dict]) -> str:
+    """The quota gauges in the Prometheus text format: a family per figure of ``rows`` (``quota_figures``' rows),
+    a sample per (unit, pool); a figure of None (an allocation ratio without deserved GPUs) gives none.
+
+    Written here, not through prometheus_client's families: its formatting costs some 10 µs a sample, and 550 units
+    on 20 pools make 88,000 samples, a second per scrape. The labels are escaped once per row, not once per sample.
+    """
+    labels = ["{" + ",".join(f'{key}="{_label_value(row[key])}"' for key in QUOTA_LABELS) + "}" for row in rows]
+    lines = []
+    for suffix, field, text in QUOTA_GAUGES:
+        name = f"gpupool_quota_{suffix}"
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+        lines += [
+            f"{name}{label} {floatToGoString(row[field])}"
+            for label, row in zip(labels, rows, strict=True)
+            if row[field] is not None
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _label_value(value: str) -> str:
+    """A label value as the text format quotes it."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 class HoldsReadMetrics(BasePermission):
     """Lets through a principal whose roles allow ``READ_METRICS``; DRF answers anyone else 401 or 403."""
 
@@ -100,7 +140,8 @@ class MetricsView(APIView):
     content_negotiation_class = AnyAccept
 
     def get(self, request):
-        """Every pool's GPU numbers and every backend's sync health, read now."""
+        """Every pool's GPU numbers, every unit's quota figures and every backend's sync health, read now."""
         registry = CollectorRegistry(auto_describe=False)
         registry.register(InventoryCollector())
-        return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+        quotas = quota_exposition(selectors.quota_figures(user=SYSTEM))
+        return HttpResponse(generate_latest(registry) + quotas.encode(), content_type=CONTENT_TYPE_LATEST)

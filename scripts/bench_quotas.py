@@ -6,7 +6,8 @@ label pools; the pods' namespaces are spread over the 500 projects' namespaces (
 ``runai/queue`` instead, one in twenty a Run:ai ``gpu-fraction``), and every department and project has a quota
 on every pool. Then, in the same run, server-side for a superuser:
 
-- ``selectors.quota_figures`` and ``GET /api/quotas/`` (10,550 rows);
+- ``selectors.quota_figures`` and ``GET /api/quotas/`` (11,000 rows);
+- ``GET /metrics``, whose quota series are those rows (88,000 samples);
 - ``fairshare.fair_shares`` alone for one pool's tree (550 units);
 - the naive way: per project, its pods read and summed by pool in Python (one query per project), then the same
   fair shares; checked to give the same allocated and pending figures.
@@ -84,22 +85,31 @@ def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
 
 def naive_usage() -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
     """(project, pool) -> (allocated, pending): every pod read as a row, summed in Python; one query per project for
-    its namespaces' pods, and one for the pods labelled ``runai/queue``."""
-    from pools.models import NodeMembership, Pod, Project
+    its namespaces' pods, and one for the pods labelled ``runai/queue``. A pod bound to a node and not finished is
+    allocated in its node's pools; one waiting for a node is pending in the pool its pool label names, else in the
+    label pool its ``nodeSelector`` asks for (one backend here, so names say it all)."""
+    from pools.models import NodeMembership, Pod, Pool, Project
 
     pools_of: dict[str, set[str]] = {}
     for node, pool in NodeMembership.objects.values_list("node__name", "pool__name"):
         pools_of.setdefault(node, set()).add(pool)
+    pool_names = set(Pool.objects.values_list("name", flat=True))
+    label_pools = {
+        (pool.node_label["key"], pool.node_label["value"]): pool.name for pool in Pool.objects.all() if pool.node_label
+    }
     projects = list(Project.objects.all())
     names = {project.name for project in projects}
     result: dict[tuple[str, str], list[Decimal]] = {}
 
     def count(project: str, pod) -> None:
-        if pod.node_name and pod.phase == "Running":
+        if pod.node_name and pod.phase not in ("Succeeded", "Failed"):
             for pool in pools_of.get(pod.node_name, ()):
                 result.setdefault((project, pool), [Decimal(0), Decimal(0)])[0] += pod.gpu
-        elif not pod.node_name and pod.pool_name:
-            result.setdefault((project, pod.pool_name), [Decimal(0), Decimal(0)])[1] += pod.gpu
+        elif not pod.node_name:
+            asked = [label_pools[pair] for pair in sorted((pod.node_selector or {}).items()) if pair in label_pools]
+            pool = pod.pool_name if pod.pool_name in pool_names else next(iter(asked), None)
+            if pool is not None:
+                result.setdefault((project, pool), [Decimal(0), Decimal(0)])[1] += pod.gpu
 
     labelled = [pod for pod in Pod.objects.filter(labels__has_key="runai/queue") if pod.labels["runai/queue"] in names]
     for pod in labelled:
@@ -154,6 +164,7 @@ def main() -> None:
     cases = [
         ("selectors.quota_figures", lambda: selectors.quota_figures(user=SYSTEM)),
         ("GET /api/quotas/", lambda: client.get("/api/quotas/")),
+        ("GET /metrics", lambda: client.get("/metrics")),
         ("fair_shares, one pool (550 units)", lambda: fairshare.fair_shares(800, one_pool)),
         ("naive: one query per project", naive_usage),
     ]
