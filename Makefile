@@ -32,12 +32,13 @@ test: setup test-deps
 	$(PY) -m pytest
 
 ## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), kubectl, Chromium, the
-##      OpenID provider and axe-core. If one cannot be installed here its tests skip with the reason (CI requires them).
+##      OpenID provider, axe-core and Prometheus. If one cannot be installed here its tests skip with the reason (CI requires them).
 test-deps:
 	-bash scripts/kube-apiserver.sh build
 	-$(MAKE) --no-print-directory kubectl-deps
 	-$(MAKE) --no-print-directory sign-in-deps
 	-$(MAKE) --no-print-directory browser-deps
+	-$(MAKE) --no-print-directory prometheus-deps
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -75,6 +76,15 @@ sign-in-deps: $(OIDC_PROVIDER)
 .PHONY: kubectl-deps
 kubectl-deps:
 	command -v kubectl >/dev/null || (apt-get update && apt-get install -y kubernetes-client)
+
+## prometheus-deps: Debian's prometheus, for the tests and the benchmark that put a real Prometheus in front of the
+##      simulated DCGM exporter (each starts its own on a free loopback port with its data under tmp). The package's
+##      own service is stopped and disabled right after the install, so nothing is left listening on :9090.
+.PHONY: prometheus-deps
+prometheus-deps:
+	command -v prometheus >/dev/null || ( \
+	  apt-get update && apt-get install -y --no-install-recommends prometheus && \
+	  { systemctl disable --now prometheus.service 2>/dev/null; service prometheus stop 2>/dev/null; true; } )
 
 ## browser-deps: the browser libraries of package.json in node_modules/, for axe-core: the browser tests inject
 ##      it into every page they open to check WCAG 2 A and AA (installed from package-lock.json)
