@@ -35,18 +35,7 @@ PROJECT_COLUMNS = [
     "memory_quota_mib",
     "workloads",
 ]
-DEPARTMENT_COLUMNS = [
-    "name",
-    "projects",
-    "status",
-    "node_pools",
-    "allocated_gpus",
-    "allocation_ratio",
-    "gpu_quota",
-    "cpu_quota",
-    "memory_quota_mib",
-    "workloads",
-]
+DEPARTMENT_COLUMNS = ["name", "projects", *PROJECT_COLUMNS[2:]]
 WEIGHTS = [("", "None"), ("0", "Lowest"), ("1", "Low"), ("2", "Medium"), ("3", "High")]
 GRID_FIELDS = ("deserved", "limit", "weight")
 MAX_GRID_CELLS = 20_000
