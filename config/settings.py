@@ -211,6 +211,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "record-usage": {"task": "pools.tasks.record_usage", "schedule": 60.0},
     "compact-usage-history": {"task": "pools.tasks.compact_usage_history", "schedule": 3600.0},
+    "record-utilization": {
+        "task": "pools.tasks.record_utilization",
+        "schedule": float(os.environ.get("GPUPOOL_UTILIZATION_SECONDS", "60")),
+    },
 }
 
 REST_FRAMEWORK = {
@@ -255,6 +259,12 @@ GPUPOOL_INVENTORY_DIR = Path(os.environ.get("GPUPOOL_INVENTORY_DIR") or VAR_DIR 
 GPUPOOL = {
     # A pool is ONLINE while its backend's last successful contact is younger than this.
     "ONLINE_WINDOW_SECONDS": int(os.environ.get("GPUPOOL_ONLINE_WINDOW_SECONDS", "120")),
+    # A GPU a pod holds is idle once its utilization stayed at or below this many % for this many seconds
+    # (Run:ai's defaults: 0 % for 5 minutes).
+    "IDLE_THRESHOLD_PERCENT": float(os.environ.get("GPUPOOL_IDLE_THRESHOLD_PERCENT", "0")),
+    "IDLE_SECONDS": float(os.environ.get("GPUPOOL_IDLE_SECONDS", "300")),
+    # How often every backend's GPU utilization is read (the rounds of pools.services.utilization).
+    "UTILIZATION_SECONDS": float(os.environ.get("GPUPOOL_UTILIZATION_SECONDS", "60")),
 }
 
 LOGGING = {

@@ -102,6 +102,8 @@ BACKENDS = {
         "writable": False,
         "pool_label_key": "runwhere.ai/pool",
         "default_pool": "",
+        "prometheus_url": "",
+        "prometheus_token_env": "",
     }
 }
 

@@ -174,3 +174,12 @@ class ChangeOrigin(models.TextChoices):
     API = "api", "API"
     ADMIN = "admin", "Django admin"
     SYSTEM = "system", "System"
+
+
+class ConsumptionBy(models.TextChoices):
+    """What GPU-hours are counted by in a consumption report (``pools.engine.utilization.GROUP_KEYS``)."""
+
+    POOL = "pool", "Pool"
+    USER = "user", "User"
+    NAMESPACE = "namespace", "Namespace"
+    PROJECT = "project", "Project"

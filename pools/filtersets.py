@@ -10,12 +10,23 @@ from drf_spectacular.utils import extend_schema_field
 
 from accounts.models import Role
 
-from .choices import BackendKind, ConfigType, NodePoolColumn, NodePoolStatus, NodeStatus, PoolStatus, ResourceType
+from .choices import (
+    BackendKind,
+    ConfigType,
+    ConsumptionBy,
+    NodePoolColumn,
+    NodePoolStatus,
+    NodeStatus,
+    PoolStatus,
+    ResourceType,
+)
 from .engine.errors import ConfigError
 from .models import (
     Backend,
     ConfigRevision,
     Department,
+    GpuConsumption,
+    IdleGpu,
     Node,
     NodeMembership,
     Platform,
@@ -344,3 +355,39 @@ class UsageSampleFilterSet(django_filters.FilterSet):
     class Meta:
         model = UsageSample
         fields = ["scope", "key", "resolution", "backend"]
+
+
+class IdleGpuFilterSet(SearchFilterSet):
+    """The workloads with idle GPUs (page, ``/api/idle_gpus/``, ``poolctl get idle``)."""
+
+    search_fields = ("namespace", "pod", "user", "project", "node_name")
+    pool = django_filters.CharFilter(field_name="pool")
+    backend = django_filters.CharFilter(field_name="backend__name")
+    namespace = django_filters.CharFilter(field_name="namespace")
+    user = django_filters.CharFilter(field_name="user")
+    project = django_filters.CharFilter(field_name="project")
+
+    class Meta:
+        model = IdleGpu
+        fields = ["pool", "backend", "namespace", "user", "project"]
+
+
+class ConsumptionFilterSet(django_filters.FilterSet):
+    """A consumption report's parameters: what to count by, the period, and which pools or backend."""
+
+    by = django_filters.ChoiceFilter(choices=ConsumptionBy.choices, method="keep", label="Count by")
+    period = django_filters.ChoiceFilter(
+        choices=[(period, period) for period in ("1h", "24h", "7d", "30d")], method="keep", label="Period"
+    )
+    since = django_filters.IsoDateTimeFilter(method="keep", label="Since (ISO 8601)")
+    until = django_filters.IsoDateTimeFilter(method="keep", label="Until (ISO 8601)")
+    pool = django_filters.CharFilter(field_name="pool")
+    backend = django_filters.CharFilter(field_name="backend__name")
+
+    class Meta:
+        model = GpuConsumption
+        fields = ["pool", "backend"]
+
+    def keep(self, queryset, name, value):
+        """A report parameter, not a row filter: ``consumption_report`` reads it from the cleaned data."""
+        return queryset

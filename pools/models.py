@@ -55,6 +55,12 @@ class Backend(models.Model):
     pool_label_key = models.CharField(
         max_length=253, default="runwhere.ai/pool", help_text="the node label gpuctl's pool files set"
     )
+    prometheus_url = models.CharField(
+        max_length=1024, blank=True, help_text="Prometheus scraping the cluster's DCGM exporters (GPU utilization)"
+    )
+    prometheus_token_env = models.CharField(
+        max_length=128, blank=True, help_text="environment variable holding Prometheus's credentials"
+    )
     default_pool = models.CharField(
         max_length=128, blank=True, help_text="the pool holding every node in no other pool of this backend"
     )
@@ -65,6 +71,8 @@ class Backend(models.Model):
     last_sync_duration = models.FloatField(null=True, blank=True, editable=False)
     last_sync_error = models.TextField(blank=True, editable=False)
     last_sync_counts = models.JSONField(default=dict, blank=True, editable=False)
+    utilization_at = models.DateTimeField(null=True, blank=True, editable=False, help_text="last utilization read")
+    utilization_error = models.TextField(blank=True, editable=False, help_text="why the last utilization read failed")
 
     objects = querysets.BackendQuerySet.as_manager()
 
@@ -455,3 +463,106 @@ class Lease(models.Model):
 
     def __str__(self):
         return f"{self.name} held by {self.owner} until {self.expires_at:%H:%M:%S}"
+
+
+class IdleGpu(models.Model):
+    """A GPU (a MIG instance, a time-sliced share) a pod holds and has not used for the idle duration.
+
+    Kept by ``utilization_record``: a row appears when its device turns idle, keeps ``idle_since`` while the device
+    stays idle, and goes when the device is used again or its pod ends. ``gpus`` is the device's size in GPUs (a
+    share of a time-sliced GPU, a MIG instance's slices of seven). ``pool`` is the workload's pool (its pool label,
+    else its node's pool); ``user`` and ``project`` are empty when unknown.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="idle_gpus")
+    node_name = models.CharField(max_length=253)
+    device = models.CharField(max_length=128, help_text="UUID, with the MIG instance or time-sliced share")
+    model = models.CharField(max_length=128, blank=True)
+    namespace = models.CharField(max_length=253)
+    pod = models.CharField(max_length=253)
+    user = models.CharField(max_length=253, blank=True)
+    project = models.CharField(max_length=128, blank=True)
+    pool = models.CharField(max_length=128, blank=True)
+    gpus = models.FloatField(default=1)
+    idle_since = models.DateTimeField()
+
+    objects = querysets.IdleGpuQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["namespace", "pod", "node_name", "device"]
+        constraints = [
+            models.UniqueConstraint(fields=["backend", "device", "namespace", "pod"], name="unique_idle_gpu")
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.pod} {self.device}"
+
+
+class UtilizationSample(models.Model):
+    """The GPUs of one pool's nodes at one moment: utilization, memory and idle GPUs, for the history charts.
+
+    ``gpus`` and ``idle_gpus`` count GPUs (shares and MIG instances as fractions); ``utilization`` is their
+    average in % weighted by size; memory is in MiB; ``distribution`` counts devices per utilization bucket
+    (``pools.engine.utilization.BUCKETS``). Kept like ``UsageSample``: minutes for two days, hours for 90.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="utilization_samples")
+    pool = models.CharField(max_length=128)
+    resolution = models.CharField(
+        max_length=8, choices=UsageSample.Resolution.choices, default=UsageSample.Resolution.MINUTE
+    )
+    at = models.DateTimeField()
+    gpus = models.FloatField()
+    utilization = models.FloatField(null=True, blank=True)
+    memory_used = models.FloatField(default=0)
+    memory_total = models.FloatField(default=0)
+    idle_gpus = models.FloatField(default=0)
+    distribution = models.JSONField(default=dict, blank=True)
+
+    objects = querysets.UtilizationSampleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool", "at"]
+        indexes = [models.Index(fields=["pool", "resolution", "at"], name="utilization_series")]
+        constraints = [
+            models.UniqueConstraint(fields=["backend", "pool", "resolution", "at"], name="unique_utilization_sample")
+        ]
+
+    def __str__(self):
+        return f"{self.pool} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class GpuConsumption(models.Model):
+    """GPU-hours allocated to workloads, and the idle part of them, in one hour or one day of one pool.
+
+    One row per (bucket, pool, dimension, value): ``dimension`` is what the hours are counted by (``pool``,
+    ``user``, ``namespace``, ``project``; ``ConsumptionBy``) and ``value`` the pool, user, namespace or project.
+    Every row carries its pool, so a reader is shown only the hours of the pools they may see.
+    """
+
+    class Resolution(models.TextChoices):
+        HOUR = "hour", "Hour"
+        DAY = "day", "Day"
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="gpu_consumption")
+    resolution = models.CharField(max_length=8, choices=Resolution.choices)
+    start = models.DateTimeField()
+    pool = models.CharField(max_length=128, blank=True)
+    dimension = models.CharField(max_length=16)
+    value = models.CharField(max_length=253, blank=True)
+    allocated = models.FloatField(default=0, help_text="GPU-hours")
+    idle = models.FloatField(default=0, help_text="GPU-hours of allocated GPUs left idle")
+
+    objects = querysets.GpuConsumptionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["start", "pool", "dimension", "value"]
+        indexes = [models.Index(fields=["resolution", "dimension", "start"], name="consumption_period")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["backend", "resolution", "start", "pool", "dimension", "value"], name="unique_consumption"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.dimension}={self.value} in {self.pool} from {self.start:%Y-%m-%d %H:%M}"

@@ -204,6 +204,24 @@ class UsageSampleQuerySet(models.QuerySet):
         return pools
 
 
+class IdleGpuQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Idle GPUs of workloads in visible pools; with ``LIST_FLEET`` also those of no pool."""
+        return _pool_label_restriction(self, principal, name_field="pool")
+
+
+class UtilizationSampleQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Samples of visible pools."""
+        return _pool_label_restriction(self, principal, name_field="pool")
+
+
+class GpuConsumptionQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Hours spent in visible pools; with ``LIST_FLEET`` also those of workloads in no pool."""
+        return _pool_label_restriction(self, principal, name_field="pool")
+
+
 class NodeLabelChangeQuerySet(models.QuerySet):
     def restrict(self, principal):
         if is_system(principal):

@@ -1,7 +1,7 @@
 """Celery tasks: thin, they take ids and call a service (which holds the backend's lease).
 
-Beat (``CELERY_BEAT_SCHEDULE`` in settings) runs ``sync_all_backends`` every 30 s, ``record_usage``
-every minute and ``compact_usage_history`` every hour. Without a broker the tasks run in-process.
+Beat (``CELERY_BEAT_SCHEDULE`` in settings) runs ``sync_all_backends`` every 30 s, ``record_usage`` and
+``record_utilization`` every minute and ``compact_usage_history`` every hour. Without a broker the tasks run in-process.
 """
 
 import logging
@@ -47,5 +47,11 @@ def record_usage() -> int:
 
 
 @shared_task
+def record_utilization() -> dict:
+    """A round of GPU utilization of every backend that has a Prometheus or a simulated fleet."""
+    return services.utilization_record_all()
+
+
+@shared_task
 def compact_usage_history() -> dict:
-    return services.usage_history_compact()
+    return {"usage": services.usage_history_compact(), "utilization": services.utilization_history_compact()}

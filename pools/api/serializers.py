@@ -81,6 +81,8 @@ class BackendStatusSerializer(serializers.Serializer):
     last_sync_duration = serializers.FloatField(allow_null=True)
     last_sync_error = serializers.CharField(allow_blank=True)
     last_sync_counts = serializers.DictField(child=serializers.JSONField())
+    utilization_at = serializers.DateTimeField(allow_null=True, help_text="last successful read of GPU utilization")
+    utilization_error = serializers.CharField(allow_blank=True, help_text="why the last read failed")
 
 
 class BackendSerializer(ConfigObjectSerializer):
@@ -102,6 +104,14 @@ class BackendSerializer(ConfigObjectSerializer):
     pool_label_key = serializers.CharField(required=False, help_text="node label of gpuctl pools (runwhere.ai/pool)")
     default_pool = serializers.CharField(
         required=False, allow_blank=True, help_text="the pool holding the nodes in no other pool of this backend"
+    )
+    prometheus_url = serializers.CharField(
+        required=False, allow_blank=True, help_text="Prometheus scraping the cluster's DCGM exporters"
+    )
+    prometheus_token_env = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="environment variable (GPUPOOL_PROMETHEUS_...) holding a bearer token or user:password",
     )
     status = BackendStatusSerializer(read_only=True)
 

@@ -10,6 +10,7 @@ import copy
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..choices import TYPE_LABELS, BackendKind, ConfigType, PlacementStrategy
 from ..engine.errors import ConfigError, EngineError, Problem
@@ -48,7 +49,12 @@ BACKEND_FIELDS = (
     "writable",
     "pool_label_key",
     "default_pool",
+    "prometheus_url",
+    "prometheus_token_env",
 )
+# Prometheus's credentials are never in a document: a backend names the environment variable that holds them,
+# and only variables with this prefix may be named (so a document cannot send the server's other secrets away).
+PROMETHEUS_TOKEN_ENV_PREFIX = "GPUPOOL_PROMETHEUS_"
 DEFAULT_POOL_LABEL_KEY = "runwhere.ai/pool"
 ROLE_FIELDS = ("description", "policies", "external_roles", "sync_mode", "immutable")
 # A department's and a project's fields (SEMANTICS §9), in the order their bodies show them. ``resources`` is
@@ -182,6 +188,24 @@ def check_name(name: Any, where: str) -> list[Problem]:
     return []
 
 
+def prometheus_url_problem(url: str) -> str:
+    """Why ``url`` cannot be a backend's Prometheus (empty when it can, or when it is empty)."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        return "must be an http:// or https:// URL with a host, such as http://prometheus:9090"
+    if parts.username or parts.password:
+        return "must not carry credentials: name an environment variable in prometheus_token_env"
+    if parts.query or parts.fragment:
+        return "must not have a query or a fragment"
+    return ""
+
+
 def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
     reader = _Reader(body, where)
     reader.reject_unknown(set(BACKEND_FIELDS))
@@ -208,7 +232,21 @@ def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
         "pool_label_key": reader.string("pool_label_key", DEFAULT_POOL_LABEL_KEY, max_length=317)
         or DEFAULT_POOL_LABEL_KEY,
         "default_pool": reader.string("default_pool", max_length=128),
+        "prometheus_url": reader.string("prometheus_url", max_length=1024),
+        "prometheus_token_env": reader.string("prometheus_token_env", max_length=128),
     }
+    problem = prometheus_url_problem(normalized["prometheus_url"])
+    if problem:
+        reader.fail("prometheus_url", problem)
+    token_env = normalized["prometheus_token_env"]
+    if token_env and not re.fullmatch(re.escape(PROMETHEUS_TOKEN_ENV_PREFIX) + r"[A-Z0-9_]+", token_env):
+        reader.fail(
+            "prometheus_token_env",
+            f"must be the name of an environment variable starting with {PROMETHEUS_TOKEN_ENV_PREFIX} "
+            "(upper-case letters, digits and _)",
+        )
+    if token_env and not normalized["prometheus_url"]:
+        reader.fail("prometheus_token_env", "credentials need a prometheus_url")
     problem = label_key_problem(normalized["pool_label_key"])
     if problem:
         reader.fail("pool_label_key", problem)

@@ -23,11 +23,14 @@ The distribution (Run:ai's "GPU utilization distribution") counts values in four
 ``25-50`` is [25, 50), ``50-75`` is [50, 75) and ``75-100`` is [75, 100]: every bucket holds its lower bound,
 the last one also 100.
 
-Consumption: GPU-hours allocated and idle-allocated GPU-hours per group (pool, user, namespace or project) over a
-period [since, until). Allocations and idle intervals are clipped to the period, an idle interval also to its
-allocation; at any moment a pod's idle GPUs count at most its allocated GPUs, so idle never exceeds allocated.
-Arithmetic is exact (``Fraction``): the groups add up to the total exactly; ``GpuHours.rounded`` rounds (half
-away from zero) at the edge. Only allocations that overlap the period make a group.
+Devices: a physical GPU, a MIG instance or a time-sliced share is one device, named by ``device_name`` and counted
+as ``device_share`` GPUs (a MIG instance its compute slices of seven, a share one GPU divided by its replicas).
+
+Consumption: GPU-hours allocated and idle-allocated GPU-hours per group (pool, user, namespace or project, or a
+tuple of them) over a period [since, until). Allocations and idle intervals are clipped to the period, an idle
+interval also to its allocation; at any moment a pod's idle GPUs count at most its allocated GPUs, so idle never
+exceeds allocated. Arithmetic is exact (``Fraction``): the groups add up to the total exactly; ``GpuHours.rounded``
+rounds (half away from zero) at the edge. Only allocations that overlap the period make a group.
 """
 
 from __future__ import annotations
@@ -48,6 +51,32 @@ BUCKETS = ("0-25", "25-50", "50-75", "75-100")
 GROUP_KEYS = ("pool", "user", "namespace", "project")
 
 Number = int | float | Decimal | Fraction
+
+
+# -- devices ---------------------------------------------------------------------------------------------------------
+
+MIG_SLICES_PER_GPU = 7
+
+
+def device_name(uuid: str, instance: str = "", vgpu: str = "") -> str:
+    """A device's name: the GPU's UUID, with ``/mig<instance>`` for a MIG instance or ``/share<vgpu>`` for a
+    time-sliced share (``GPU-1a2b.../mig3``)."""
+    if instance:
+        return f"{uuid}/mig{instance}"
+    if vgpu:
+        return f"{uuid}/share{vgpu}"
+    return uuid
+
+
+def device_share(*, mig_profile: str = "", replicas: int = 1) -> Fraction:
+    """How many GPUs a device is: a MIG instance ``<n>g.<memory>`` is n of the GPU's seven compute slices, a
+    time-sliced share is one of ``replicas`` (a number below 2 is a whole GPU), anything else one GPU."""
+    if mig_profile:
+        slices, _, _ = mig_profile.partition("g.")
+        if slices.isdigit() and 0 < int(slices) <= MIG_SLICES_PER_GPU:
+            return Fraction(int(slices), MIG_SLICES_PER_GPU)
+        return Fraction(1, MIG_SLICES_PER_GPU)
+    return Fraction(1, replicas) if replicas > 1 else Fraction(1)
 
 
 # -- idle GPUs -----------------------------------------------------------------------------------------------------
@@ -294,10 +323,10 @@ class GpuHours:
 class ConsumptionReport:
     """GPU-hours per group over [since, until), and in all (the exact sum of the groups)."""
 
-    by: str
+    by: str | tuple[str, ...]
     since: Fraction
     until: Fraction
-    groups: Mapping[str, GpuHours] = field(default_factory=dict)
+    groups: Mapping[str | tuple[str, ...], GpuHours] = field(default_factory=dict)
     total: GpuHours = GpuHours()
 
 
@@ -323,17 +352,19 @@ def consumption(
     *,
     since: Number,
     until: Number,
-    by: str = "pool",
+    by: str | tuple[str, ...] = "pool",
     now: Number | None = None,
 ) -> ConsumptionReport:
-    """GPU-hours allocated and idle-allocated in [since, until), grouped by ``by`` (``GROUP_KEYS``).
+    """GPU-hours allocated and idle-allocated in [since, until), grouped by ``by`` (one of ``GROUP_KEYS``, or a
+    tuple of them: the groups are then tuples of values).
 
     An allocation or idle interval still open (``end`` None) runs until ``now`` when given, else ``until``.
     Idle intervals count only within an allocation of the same namespace and pod, and never for more GPUs than
     it holds. Raises ConfigError for ``since`` after ``until``, an unknown ``by``, negative GPUs, an interval
     that ends before it starts.
     """
-    if by not in GROUP_KEYS:
+    keys = by if isinstance(by, tuple) else (by,)
+    if not keys or any(key not in GROUP_KEYS for key in keys):
         raise ConfigError(f"Group by one of {', '.join(GROUP_KEYS)}, not {by!r}.", "by")
     low, high = _exact(since, "since"), _exact(until, "until")
     if low > high:
@@ -351,7 +382,7 @@ def consumption(
             raise ConfigError("An idle interval must not count negative GPUs.", "gpus")
         idle_by_pod[(interval.namespace, interval.pod)].append((start, end, gpus, interval.gpu))
 
-    groups: dict[str, GpuHours] = {}
+    groups: dict[str | tuple[str, ...], GpuHours] = {}
     for allocation in allocations:
         gpus = _exact(allocation.gpus, "gpus")
         if gpus < 0:
@@ -365,7 +396,8 @@ def consumption(
             continue  # outside the period: not a group of it
         intervals = idle_by_pod.get((allocation.namespace, allocation.pod), ())
         hours = GpuHours(gpus * (finish - begin) / 3600, _idle_seconds(intervals, begin, finish, gpus) / 3600)
-        group = str(getattr(allocation, by))
+        values = tuple(str(getattr(allocation, key)) for key in keys)
+        group = values if isinstance(by, tuple) else values[0]
         groups[group] = groups.get(group, GpuHours()) + hours
     total = sum(groups.values(), GpuHours())
     return ConsumptionReport(by, low, high, dict(sorted(groups.items())), total)

@@ -94,7 +94,8 @@ class GpuSample:
     ``gpu`` is the physical GPU's index on its node (``device`` is ``nvidia<gpu>``); a MIG instance adds its
     profile (``1g.10gb``) and GPU instance id, a time-sliced share its replica number ``vgpu``. ``namespace``,
     ``pod``, ``container`` and ``behaviour`` are empty when no pod holds the device. ``memory_mib`` is the
-    device's memory (a MIG instance's, a share's nominal part): ``fb_used + fb_free == memory_mib``. Treat it
+    device's memory (a MIG instance's, a share's nominal part): ``fb_used + fb_free == memory_mib``. ``ordinal``
+    is the device's position among those its pod holds, as ``pod_activity`` takes it. Treat it
     as read-only (it is not frozen only because 40,000 of them are made at each scrape).
     """
 
@@ -115,6 +116,7 @@ class GpuSample:
     fb_used: int  # MiB
     fb_free: int  # MiB
     gr_engine_active: float  # 0-1
+    ordinal: int = -1  # the pod's device ordinal (``pod_activity``), -1 when no pod holds the device
 
 
 # -- pods --------------------------------------------------------------------------------------------------------------
@@ -446,6 +448,7 @@ def _samples(nodes: Iterable[dict], pods: Iterable[dict], t: float) -> list[GpuS
                     used,
                     memory - used,
                     active,
+                    ordinal,
                 )
             )
     return samples

@@ -12,7 +12,9 @@ The model:
   or cordoned for part of the epoch, so about 2-3 % of the nodes are unavailable at any time. A node that is
   unavailable in the objects the fleet is built from stays so, without jobs.
 * Each node's GPUs (MIG devices, time-sliced replicas) and part of its CPUs are divided into lanes. A lane's time
-  is cut into epochs of its own length (20-240 s); in a busy epoch (chosen by hash) one pod runs on the lane for
+  is cut into epochs of its own length (20-240 s; with ``long_gpu_jobs``, that share of the GPU lanes has epochs
+  of 20-80 minutes, long enough for a job to sit idle past Run:ai's 5-minute rule); in a busy epoch (chosen by
+  hash) one pod runs on the lane for
   most of the epoch: Pending for its first seconds, then Running, then gone. A pod only starts on an available
   node. One pod per lane at a time, so a node's requests never exceed its allocatable resources.
 * Every node also runs a few static system pods (kube-proxy, node-exporter, the GPU operator's daemonsets).
@@ -118,7 +120,8 @@ class Fleet:
     ``nodes`` are the fleet's Node objects (a blueprint, or a layout's), copied in turn under new names up to
     ``size``; without them the fleet is ``size`` nodes (default 40) of the catalogue's kinds. ``pool_labels``
     maps a node name to the pools whose label its job pods may carry; ``system_pods`` adds the static daemonset
-    pods (kube-proxy, node-exporter, GPU operator) to every node.
+    pods (kube-proxy, node-exporter, GPU operator) to every node; ``long_gpu_jobs`` is the share of GPU lanes whose
+    jobs run 20-80 minutes instead of 1-4.
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class Fleet:
         tick_seconds: float = 5.0,
         namespaces: Sequence[str] = ("team-a", "robotics", "sim", "infer", "research"),
         system_pods: bool = True,
+        long_gpu_jobs: float = 0.0,
     ):
         if tick_seconds <= 0:
             raise ValueError("tick_seconds must be positive")
@@ -138,6 +142,9 @@ class Fleet:
             raise ValueError("namespaces must not be empty")
         if size is not None and size < 0:
             raise ValueError("size must not be negative")
+        if not 0 <= long_gpu_jobs <= 1:
+            raise ValueError("long_gpu_jobs must be a share between 0 and 1")
+        self._long_threshold = int(long_gpu_jobs * 65536)
         self.seed = int(seed)
         self.tick_seconds = float(tick_seconds)
         self.namespaces = tuple(str(namespace) for namespace in namespaces)
@@ -276,8 +283,12 @@ class Fleet:
                     info,
                 )
             )
-            # epoch 60-240 s (GPU) or 20-180 s (CPU); busy in 70-98 % (GPU) or 50-90 % (CPU) of the epochs
-            length = 60 + v % 181 if gpu else 20 + v % 161
+            # epoch 60-240 s (GPU; long jobs 20-80 min) or 20-180 s (CPU);
+            # busy in 70-98 % (GPU) or 50-90 % (CPU) of the epochs
+            if gpu and (v >> 48) & 0xFFFF < self._long_threshold:
+                length = 1200 + v % 3601
+            else:
+                length = 60 + v % 181 if gpu else 20 + v % 161
             busy = (0.7 + 0.28 * ((v >> 16) & 0xFFFF) / 65536) if gpu else (0.5 + 0.4 * ((v >> 16) & 0xFFFF) / 65536)
             hot.append((lane_id, length, (v >> 32) % length, lane_key, int(busy * 65536)))
         self._max_lane_epoch = max(self._max_lane_epoch, *(lane[1] for lane in hot)) if hot else self._max_lane_epoch

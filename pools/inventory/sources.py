@@ -336,6 +336,10 @@ def _reason(exc: Exception) -> str:
     return text.split(": ", 1)[-1][:200]
 
 
+# A simulated backend's share of GPU jobs that run long enough (20-80 min) to be found idle (Run:ai's 5 minutes).
+LONG_GPU_JOBS = 0.4
+
+
 class SimulatedSource:
     """The seeded fleet: state is a function of time, changes arrive as the clock moves.
 
@@ -357,7 +361,11 @@ class SimulatedSource:
         if blueprint_path:
             blueprint = blueprint_from_list(read_inventory_document(blueprint_path))
         self.fleet = Fleet(
-            seed=seed, size=size, nodes=blueprint, pool_labels=None if callable(pool_labels) else pool_labels
+            seed=seed,
+            size=size,
+            nodes=blueprint,
+            pool_labels=None if callable(pool_labels) else pool_labels,
+            long_gpu_jobs=LONG_GPU_JOBS,
         )
         self.clock = clock
         if callable(pool_labels):

@@ -9,6 +9,7 @@
 - ``gpuctl``: gpuctl's pool and node listings, node labels, the workloads holding a pool
 - ``quotas``: quotas per node pool and the fair-share simulator
 - ``units``: departments and projects as the quota pages show them (projects, departments, grid, dashboard)
+- ``utilization``: GPU utilization: the devices' readers, idle GPUs, GPU-hours, the pools' and nodes' history
 - ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
@@ -106,5 +107,24 @@ from .units import (
     quota_grid,
     quota_pool_totals,
     quota_series,
+)
+from .utilization import (
+    PERIODS,
+    Device,
+    SimulatedInputs,
+    Workload,
+    consumption_report,
+    gpu_workloads,
+    idle_gpus_by_pool,
+    idle_workloads,
+    node_gpus,
+    node_utilization_series,
+    pool_utilization,
+    prometheus_client,
+    prometheus_devices,
+    simulated_devices,
+    simulated_inputs,
+    utilization_series,
+    utilization_source,
 )
 from .whatif import project_quota_check

@@ -164,7 +164,7 @@ def gpuctl_nodes(*, user, pool: str | None = None, gpu_type: str | None = None) 
     return [_node_row(row, pool_names) for row in nodes.order_by("name", "backend__name").values(*NODE_COLUMNS)]
 
 
-def _one_node(name: str, user, backend: str | None) -> Node:
+def node_get(name: str, user, backend: str | None) -> Node:
     nodes = Node.objects.restrict(user).select_related("backend").filter(name=name)
     if backend:
         nodes = nodes.filter(backend__name=backend)
@@ -179,7 +179,7 @@ def _one_node(name: str, user, backend: str | None) -> Node:
 
 def gpuctl_node_detail(name: str, *, user, backend: str | None = None) -> dict:
     """``describe node``: the node's row of ``get nodes``, its labels, taints, conditions, resources and pods."""
-    node = _one_node(name, user, backend)
+    node = node_get(name, user, backend)
     pool_names = _visible_pool_names(user)
     row = {column: getattr(node, column) for column in NODE_COLUMNS if "__" not in column}
     row["backend__name"] = node.backend.name
@@ -208,7 +208,7 @@ def gpuctl_node_detail(name: str, *, user, backend: str | None = None) -> dict:
 
 def node_labels(name: str, *, user, key: str | None = None, backend: str | None = None) -> dict:
     """``get labels NODE [--key KEY]``: the node's labels as last synced (a node ``user`` may not see is NotFound)."""
-    node = _one_node(name, user, backend)
+    node = node_get(name, user, backend)
     labels = node.labels or {}
     if key is not None:
         labels = {key: labels[key]} if key in labels else {}

@@ -4,6 +4,7 @@
 - ``inventory``: membership, full sync, watch events, leases
 - ``labels``: gpuctl's label pools and node labels, written to the cluster (all or nothing)
 - ``usage``: usage samples and their compaction
+- ``utilization``: GPU utilization rounds (Prometheus or the simulated exporter), idle GPUs, GPU-hours
 - ``demo``: the demo of ``make run``
 """
 
@@ -42,8 +43,18 @@ from .inventory import (
 from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, writable_backend
 from .quotas import department_create, project_create, quota_bulk_preview, quota_bulk_set, quota_set
 from .usage import usage_history_compact, usage_sample_record
+from .utilization import (
+    UtilizationBusy,
+    utilization_history_compact,
+    utilization_record,
+    utilization_record_all,
+)
 
 __all__ = [
+    "UtilizationBusy",
+    "utilization_history_compact",
+    "utilization_record",
+    "utilization_record_all",
     "ABSENT",
     "PRESENT",
     "SYSTEM",

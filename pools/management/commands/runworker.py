@@ -2,7 +2,7 @@
 
 It runs what Celery beat and workers run in production: a watch per live backend (simulated or
 kubernetes), a full sync of the other backends every ``GPUPOOL_SYNC_SECONDS``, a usage sample every
-minute and the hourly compaction. Ctrl-C stops it.
+minute, a GPU utilization round every ``GPUPOOL_UTILIZATION_SECONDS`` and the hourly compaction. Ctrl-C stops it.
 """
 
 import logging
@@ -34,10 +34,11 @@ class Command(BaseCommand):
         if options["seconds"]:
             threading.Timer(options["seconds"], stop.set).start()
         watchers: dict[int, threading.Thread] = {}
-        schedule = {"sync": 0.0, "sample": 0.0, "compact": 0.0}
+        schedule = {"sync": 0.0, "sample": 0.0, "utilization": 0.0, "compact": 0.0}
         every = {
             "sync": settings.CELERY_BEAT_SCHEDULE["sync-all-backends"]["schedule"],
             "sample": 60.0,
+            "utilization": settings.GPUPOOL["UTILIZATION_SECONDS"],
             "compact": 3600.0,
         }
         self.stdout.write("Worker running: watching live backends, syncing the others, sampling usage.")
@@ -56,9 +57,13 @@ class Command(BaseCommand):
             if now >= schedule["sample"]:
                 schedule["sample"] = now + every["sample"]
                 self.run("usage sample", services.usage_sample_record)
+            if now >= schedule["utilization"]:
+                schedule["utilization"] = now + every["utilization"]
+                self.run("GPU utilization", services.utilization_record_all)
             if now >= schedule["compact"]:
                 schedule["compact"] = now + every["compact"]
                 self.run("usage compaction", services.usage_history_compact)
+                self.run("utilization compaction", services.utilization_history_compact)
             stop.wait(5)
         for thread in watchers.values():
             thread.join(timeout=10)
