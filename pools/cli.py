@@ -423,3 +423,73 @@ def quota_list_text(rows: list[dict]) -> str:
             cells.append(value)
         lines.append(cells)
     return table([heading for heading, _ in QUOTA_COLUMNS], lines)
+
+
+# --- GPU utilization: idle GPUs and GPU-hours (issue 13) -------------------------------------------------------
+
+IDLE_COLUMNS = (
+    ("NAMESPACE", 0),
+    ("POD", 0),
+    ("USER", 0),
+    ("PROJECT", 0),
+    ("POOL", 0),
+    ("GPUS", 0),
+    ("IDLE GPUS", 0),
+    ("IDLE FOR", 0),
+)
+
+
+def duration(seconds: int | None) -> str:
+    """A time as kubectl's ``HumanDuration`` prints it, two units at most: ``45s``, ``12m``, ``3h5m``, ``2d4h``."""
+    if seconds is None:
+        return "-"
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        hours, minutes = divmod(seconds // 60, 60)
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(seconds // 3600, 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"
+
+
+def idle_workloads_text(rows: list[dict]) -> str:
+    """``get idle``: a workload holding idle GPUs per line, longest idle first; unknown user or project ``-``."""
+    if not rows:
+        return "No idle GPUs."
+    lines = [
+        [
+            row["namespace"],
+            row["pod"],
+            row["user"] or "-",
+            row["project"] or "-",
+            row["pool"] or "-",
+            _amount(row["gpus"]),
+            _amount(row["idle_gpus"]),
+            duration(row["idle_for_seconds"]),
+        ]
+        for row in rows
+    ]
+    return gpuctl_table(IDLE_COLUMNS, lines)
+
+
+def _hours(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def consumption_text(report: dict) -> str:
+    """``get consumption``: GPU-hours per group, largest first, then the total and the period counted."""
+    by = report["by"]
+    lines = [
+        [row[by] or "-", _hours(row["allocated_gpu_hours"]), _hours(row["idle_gpu_hours"]), f"{row['idle_share']:.1%}"]
+        for row in report["rows"]
+    ]
+    total = report["total"]
+    lines.append(
+        ["TOTAL", _hours(total["allocated_gpu_hours"]), _hours(total["idle_gpu_hours"]), f"{total['idle_share']:.1%}"]
+    )
+    columns = ((by.upper(), 0), ("GPU-HOURS", 0), ("IDLE GPU-HOURS", 0), ("IDLE %", 0))
+    period = f"from {report['since']} to {report['until']}, counted in whole {report['resolution']}s"
+    return gpuctl_table(columns, lines) + "\n\n" + period

@@ -26,7 +26,6 @@ from .models import (
     ConfigRevision,
     Department,
     GpuConsumption,
-    IdleGpu,
     Node,
     NodeMembership,
     Platform,
@@ -34,6 +33,7 @@ from .models import (
     PodTemplate,
     Pool,
     Project,
+    QuietGpu,
     ResourceValidation,
     UsageSample,
     online_window,
@@ -368,7 +368,7 @@ class IdleGpuFilterSet(SearchFilterSet):
     project = django_filters.CharFilter(field_name="project")
 
     class Meta:
-        model = IdleGpu
+        model = QuietGpu
         fields = ["pool", "backend", "namespace", "user", "project"]
 
 

@@ -1,5 +1,5 @@
-"""Prometheus metrics at ``/metrics``: per pool GPU numbers, per (department or project, pool) quota figures, per
-backend sync health.
+"""Prometheus metrics at ``/metrics``: per pool GPU numbers (idle GPUs and utilization too), per (department or
+project, pool) quota figures, per backend sync health.
 
 Read at scrape time from the same selectors as every page and ``poolctl``, so the numbers agree. They
 name every pool and backend, so only a principal holding ``READ_METRICS`` (built-in role
@@ -57,6 +57,7 @@ class InventoryCollector:
         for pool in pools:
             status.add_metric([pool["name"], pool["status"]], 1)
         yield status
+        yield from self.utilization([pool["name"] for pool in pools])
 
         now = timezone.now()
         age = GaugeMetricFamily(
@@ -78,6 +79,34 @@ class InventoryCollector:
                 nodes.add_metric([row["name"], state], count)
             errors.add_metric([row["name"]], 1 if row["last_sync_error"] else 0)
         yield from (age, duration, nodes, errors)
+
+    @staticmethod
+    def utilization(pool_names: list[str]):
+        """Idle GPUs per pool (0 for a pool without any; ``pool=""``: workloads in no pool), and each pool's latest
+        utilization sample (two queries)."""
+        idle = dict.fromkeys(pool_names, 0) | selectors.idle_gpus_by_pool(user=SYSTEM)
+        family = GaugeMetricFamily(
+            "gpupool_idle_gpus",
+            "GPUs held by pods and idle (at or below the threshold for the idle time)",
+            labels=["pool"],
+        )
+        for name, gpus in sorted(idle.items()):
+            family.add_metric([name], gpus)
+        yield family
+        latest = selectors.pool_utilization_latest(user=SYSTEM)
+        utilization = GaugeMetricFamily(
+            "gpupool_gpu_utilization_percent",
+            "Average GPU utilization of the pool's GPUs at the latest sample, weighted by size",
+            labels=["pool"],
+        )
+        memory = GaugeMetricFamily(
+            "gpupool_gpu_memory_used_mib", "GPU memory used on the pool's GPUs at the latest sample", labels=["pool"]
+        )
+        for name, sample in latest.items():
+            if sample["utilization"] is not None:
+                utilization.add_metric([name], sample["utilization"])
+            memory.add_metric([name], sample["memory_used"])
+        yield from (utilization, memory)
 
 
 def quota_exposition(rows: list[dict]) -> str:

@@ -465,16 +465,17 @@ class Lease(models.Model):
         return f"{self.name} held by {self.owner} until {self.expires_at:%H:%M:%S}"
 
 
-class IdleGpu(models.Model):
-    """A GPU (a MIG instance, a time-sliced share) a pod holds and has not used for the idle duration.
+class QuietGpu(models.Model):
+    """A GPU (a MIG instance, a time-sliced share) a pod holds, quiet since ``quiet_since``: its utilization has
+    stayed at or below the idle threshold since then. Once that has lasted the idle duration the GPU is idle.
 
-    Kept by ``utilization_record``: a row appears when its device turns idle, keeps ``idle_since`` while the device
-    stays idle, and goes when the device is used again or its pod ends. ``gpus`` is the device's size in GPUs (a
+    Kept by ``utilization_record``: a row appears when its device goes quiet, keeps ``quiet_since`` while the device
+    stays quiet, and goes when the device is used again or its pod ends. ``gpus`` is the device's size in GPUs (a
     share of a time-sliced GPU, a MIG instance's slices of seven). ``pool`` is the workload's pool (its pool label,
     else its node's pool); ``user`` and ``project`` are empty when unknown.
     """
 
-    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="idle_gpus")
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="quiet_gpus")
     node_name = models.CharField(max_length=253)
     device = models.CharField(max_length=128, help_text="UUID, with the MIG instance or time-sliced share")
     model = models.CharField(max_length=128, blank=True)
@@ -484,14 +485,15 @@ class IdleGpu(models.Model):
     project = models.CharField(max_length=128, blank=True)
     pool = models.CharField(max_length=128, blank=True)
     gpus = models.FloatField(default=1)
-    idle_since = models.DateTimeField()
+    quiet_since = models.DateTimeField()
 
-    objects = querysets.IdleGpuQuerySet.as_manager()
+    objects = querysets.QuietGpuQuerySet.as_manager()
 
     class Meta:
         ordering = ["namespace", "pod", "node_name", "device"]
+        indexes = [models.Index(fields=["quiet_since"], name="quiet_gpu_since")]
         constraints = [
-            models.UniqueConstraint(fields=["backend", "device", "namespace", "pod"], name="unique_idle_gpu")
+            models.UniqueConstraint(fields=["backend", "device", "namespace", "pod"], name="unique_quiet_gpu")
         ]
 
     def __str__(self):

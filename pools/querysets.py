@@ -204,9 +204,9 @@ class UsageSampleQuerySet(models.QuerySet):
         return pools
 
 
-class IdleGpuQuerySet(models.QuerySet):
+class QuietGpuQuerySet(models.QuerySet):
     def restrict(self, principal):
-        """Idle GPUs of workloads in visible pools; with ``LIST_FLEET`` also those of no pool."""
+        """Quiet GPUs of workloads in visible pools; with ``LIST_FLEET`` also those of no pool."""
         return _pool_label_restriction(self, principal, name_field="pool")
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views, views_quotas
+from . import views, views_quotas, views_utilization
 
 app_name = "pools"
 
@@ -12,10 +12,16 @@ urlpatterns = [
     path("pools/preview/", views.pool_preview, name="pool-preview"),
     path("pools/<str:name>/", views.pool_detail, name="pool"),
     path("pools/<str:name>/usage/", views.pool_usage, name="pool-usage"),
+    path("pools/<str:name>/utilization/", views_utilization.pool_utilization, name="pool-utilization"),
     path("pools/<str:name>/edit/", views.pool_edit, name="pool-edit"),
     path("pools/<str:name>/maintenance/", views.pool_maintenance, name="pool-maintenance"),
     path("nodes/", views.nodes, name="nodes"),
     path("backends/", views.backends, name="backends"),
+    # GPU utilization: idle GPUs, GPU-hours, a node's GPUs (issue 13)
+    path("idle/", views_utilization.idle, name="idle"),
+    path("consumption/", views_utilization.consumption, name="consumption"),
+    path("nodes/<str:name>/gpus/", views_utilization.node_gpus, name="node-gpus"),
+    path("nodes/<str:name>/gpus/history/", views_utilization.node_gpus_history, name="node-gpus-history"),
     path("backends/<str:name>/sync/", views.backend_sync, name="backend-sync"),
     path("backends/<str:name>/sync/status/", views.backend_sync_status, name="backend-sync-status"),
     path("config/templates/preview/", views.template_preview, name="template-preview"),

@@ -67,8 +67,8 @@ from .querysets import sees_whole_fleet
 from .templatetags import console as console_tags
 
 OVERVIEW_POLL_SECONDS = 5
+OVERVIEW_IDLE_ROWS = 5  # the longest-idle workloads the overview shows
 NODES_PER_PAGE = 100
-USAGE_RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 SYNC_GIVE_UP = timedelta(minutes=2)
 # ``since=`` of a sync progress poll: the POSIX time the page put there, in ASCII digits.
 SYNC_REQUESTED_AT = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?", re.ASCII)
@@ -192,6 +192,9 @@ def overview(request):
         "can_create": can_update_config(request.user, ConfigType.POOL),
         **extra,
     }
+    if not request.htmx:  # the panel of idle GPUs is not part of the live table
+        idle = selectors.idle_workloads(user=request.user)
+        context.update(idle_rows=idle[:OVERVIEW_IDLE_ROWS], idle_count=len(idle))
     status = 400 if extra["error"] else 200
     return page_or_fragment(request, "pools/overview.html", "pools/_pool_table.html", context, status=status)
 
@@ -237,7 +240,10 @@ def pool_detail(request, name: str):
         "nodes": selectors.resource_list(user=request.user, filters={"pool": pool.name}),
         "workloads": selectors.pool_workloads(pool),
         "can_edit": can_update_config(request.user, ConfigType.POOL),
-        "ranges": list(USAGE_RANGES),
+        "ranges": list(selectors.PERIODS),
+        "utilization": selectors.pool_utilization(pool=pool.name),
+        "utilization_ranges": list(selectors.PERIODS),
+        "utilization_source": selectors.utilization_source(pool.backend),
     }
     return render(request, "pools/pool_detail.html", context)
 
@@ -248,7 +254,7 @@ def pool_detail(request, name: str):
 def pool_usage(request, name: str):
     """The usage history of a pool and of its GPU products as chart series (JSON for the chart script)."""
     pool = selectors.pool_get(name, user=request.user)
-    period = USAGE_RANGES.get(request.GET.get("range", "24h"), USAGE_RANGES["24h"])
+    period = selectors.PERIODS.get(request.GET.get("range", "24h"), selectors.PERIODS["24h"])
     now = timezone.now()
     since = now - period
     summary = selectors.pool_node_summary([pool.name]).get(pool.name, {"platforms": {}})

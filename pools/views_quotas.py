@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from . import selectors, services
 from .choices import UnitStatus
 from .engine.errors import AccessDenied, ConfigError, NotFound
-from .views import USAGE_RANGES, actor_of, export, gate_answers
+from .views import actor_of, export, gate_answers
 
 PROJECT_COLUMNS = [
     "name",
@@ -204,7 +204,7 @@ def quota_grid(request):
 def quota_dashboard(request, pool: str):
     """A pool's quotas at a glance: capacity against quotas, allocations against deserved, what waits, who is
     farthest from their fair share, and the allocation against quota over time."""
-    context = {**selectors.quota_dashboard(user=request.user, pool=pool), "ranges": list(USAGE_RANGES)}
+    context = {**selectors.quota_dashboard(user=request.user, pool=pool), "ranges": list(selectors.PERIODS)}
     return render(request, "pools/quota_dashboard.html", context)
 
 
@@ -214,7 +214,7 @@ def quota_dashboard(request, pool: str):
 def quota_dashboard_usage(request, pool: str) -> HttpResponse:
     """The dashboard's chart: GPUs allocated to the pool's departments against their deserved quota and the pool's
     capacity over time (JSON for the chart script, as the pool page's usage chart reads it)."""
-    period = USAGE_RANGES.get(request.GET.get("range", "24h"), USAGE_RANGES["24h"])
+    period = selectors.PERIODS.get(request.GET.get("range", "24h"), selectors.PERIODS["24h"])
     now = timezone.now()
     samples = selectors.quota_series(user=request.user, pool=pool, since=now - period)
     times = [datetime.fromisoformat(sample["at"]).timestamp() for sample in samples]

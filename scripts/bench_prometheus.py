@@ -103,6 +103,30 @@ def timed(call):
     return time.perf_counter() - started, result
 
 
+def naive_per_gpu(client, readings, size: int, at: float, rng: random.Random) -> list[float]:
+    """The naive way: one query per GPU (its four metrics), for ``size`` GPUs drawn from ``readings``, one after the
+    other; the seconds of each. Checks each gives the values the bulk round read."""
+    per_gpu = []
+    for reading in rng.sample(readings, min(size, len(readings))):
+        expr = f'{{__name__=~"{METRICS_MATCHER}",Hostname="{reading.hostname}",gpu="{reading.gpu}"}}'
+        seconds, answer = timed(lambda expr=expr: client.query(expr, at=at))
+        per_gpu.append(seconds)
+        values = {sample.labels["__name__"]: sample.value for sample in answer}
+        assert values[GPU_UTIL] == reading.util and values[FB_USED] == reading.fb_used, (reading, values)
+    return per_gpu
+
+
+def naive_per_pod(client, readings, size: int, at: float, rng: random.Random) -> tuple[list[float], list]:
+    """The naive way: one query per pod (the four metrics of its GPUs), for ``size`` of the pods in ``readings``;
+    the seconds of each, and every (namespace, pod) of the readings."""
+    pods = sorted({(reading.namespace, reading.pod) for reading in readings if reading.pod})
+    per_pod = []
+    for namespace, pod in rng.sample(pods, min(size, len(pods))):
+        expr = f'{{__name__=~"{METRICS_MATCHER}",namespace="{namespace}",pod="{pod}"}}'
+        per_pod.append(timed(lambda expr=expr: client.query(expr, at=at))[0])
+    return per_pod, pods
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -155,24 +179,13 @@ def main() -> None:
         print(f"idle_since (window {args.scrape_interval:g} s, 1 query): {seconds:.3f} s, {len(idle)} idle devices")
 
         rng = random.Random(1)
-        sample = rng.sample(readings, min(args.sample, len(readings)))
-        per_gpu = []
-        for reading in sample:
-            expr = f'{{__name__=~"{METRICS_MATCHER}",Hostname="{reading.hostname}",gpu="{reading.gpu}"}}'
-            seconds, answer = timed(lambda expr=expr: client.query(expr, at=at))
-            per_gpu.append(seconds)
-            values = {sample.labels["__name__"]: sample.value for sample in answer}
-            assert values[GPU_UTIL] == reading.util and values[FB_USED] == reading.fb_used, (reading, values)
+        per_gpu = naive_per_gpu(client, readings, args.sample, at, rng)
         total = sum(per_gpu) * devices / len(per_gpu)
         print(
             f"naive, one query per GPU: {len(per_gpu)} GPUs in {sum(per_gpu):.2f} s "
             f"(median {statistics.median(per_gpu) * 1000:.1f} ms each); extrapolated to {devices} GPUs: {total:.0f} s"
         )
-        pods = sorted({(reading.namespace, reading.pod) for reading in readings if reading.pod})
-        per_pod = []
-        for namespace, pod in rng.sample(pods, min(args.sample, len(pods))):
-            expr = f'{{__name__=~"{METRICS_MATCHER}",namespace="{namespace}",pod="{pod}"}}'
-            per_pod.append(timed(lambda expr=expr: client.query(expr, at=at))[0])
+        per_pod, pods = naive_per_pod(client, readings, args.sample, at, rng)
         total = sum(per_pod) * len(pods) / len(per_pod)
         print(
             f"naive, one query per pod: {len(per_pod)} pods in {sum(per_pod):.2f} s "

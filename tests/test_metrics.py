@@ -123,3 +123,126 @@ def test_the_quota_exposition_is_what_prometheus_client_would_write():
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Families())
     assert quota_exposition(rows) == generate_latest(registry).decode()
+
+
+# --- GPU utilization per pool (issue 13) ------------------------------------------------------------------------
+
+UTILIZATION_SERIES = ("gpupool_idle_gpus", "gpupool_gpu_utilization_percent", "gpupool_gpu_memory_used_mib")
+
+
+def utilization_samples(client) -> dict[tuple[str, str], float]:
+    """The utilization series of one scrape, by (name, pool)."""
+    from django.contrib.auth import get_user_model
+
+    scraper = get_user_model().objects.filter(username="prometheus").first()
+    client.force_login(scraper or person("prometheus", METRICS_ROLE, password=None))
+    response = client.get("/metrics")
+    assert response.status_code == 200, response.content
+    return {
+        (sample.name, sample.labels["pool"]): sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        if family.name in UTILIZATION_SERIES
+        for sample in family.samples
+    }
+
+
+def sample(backend, pool, at, utilization, memory_used, idle_gpus=0):
+    from pools.models import UtilizationSample
+
+    return UtilizationSample.objects.create(
+        backend=backend,
+        pool=pool,
+        at=at,
+        gpus=8,
+        utilization=utilization,
+        memory_used=memory_used,
+        memory_total=8 * 81920,
+        idle_gpus=idle_gpus,
+    )
+
+
+@pytest.fixture
+def utilization(cluster, actor):
+    """Pools team-a, team-b (idle GPUs: 2 and 1) and spare (none, no node); team-a's samples a minute apart, team-b's
+    one without a utilization (no GPU reported one), none for spare."""
+    from django.utils import timezone
+    from utilization_rows import two_pools_with_idle_gpus
+
+    now = timezone.now().replace(second=0, microsecond=0)
+    backend = two_pools_with_idle_gpus(cluster, actor, now)
+    services.config_apply(
+        changes={ConfigType.POOL: {"spare": {"backend": backend.name, "node_label": {"key": "team", "value": "x"}}}},
+        actor=actor,
+    )
+    sample(backend, "team-a", now - timezone.timedelta(minutes=1), 90.0, 1000.0)
+    sample(backend, "team-a", now, 37.5, 40960.0, idle_gpus=2)
+    sample(backend, "team-b", now, None, 0.0, idle_gpus=1)
+    return backend
+
+
+def test_idle_gpus_utilization_and_memory_per_pool_from_the_latest_sample(client, utilization):
+    assert utilization_samples(client) == {
+        ("gpupool_idle_gpus", "spare"): 0,
+        ("gpupool_idle_gpus", "team-a"): 2,
+        ("gpupool_idle_gpus", "team-b"): 1,
+        ("gpupool_gpu_utilization_percent", "team-a"): 37.5,
+        ("gpupool_gpu_memory_used_mib", "team-a"): 40960,
+        ("gpupool_gpu_memory_used_mib", "team-b"): 0,
+    }
+    assert selectors.idle_gpus_by_pool(user=SYSTEM) == {"team-a": 2, "team-b": 1}
+
+
+def test_a_reader_of_one_pool_gets_no_metrics(client, utilization):
+    from people import role
+
+    granted = role("team-a", {"actions": ["pool:Read"], "resources": ["pool/team-a"]})
+    client.force_login(person("team-a-reader", granted, password=None))
+    response = client.get("/metrics")
+    assert response.status_code == 403
+    assert "team-b" not in response.content.decode() and "gpupool_" not in response.content.decode()
+    assert selectors.pool_utilization_latest(user=person("other", granted, password=None)).keys() == {"team-a"}
+
+
+def test_a_scrape_reads_the_utilization_in_as_many_queries_for_many_pools(client, utilization, actor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    utilization_samples(client)
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/metrics").status_code == 200
+        return len(queries)
+
+    few = count()
+    now = timezone.now()
+    services.config_apply(
+        changes={
+            ConfigType.POOL: {
+                f"more-{i}": {"backend": utilization.name, "node_label": {"key": "team", "value": f"m{i}"}}
+                for i in range(6)
+            }
+        },
+        actor=actor,
+    )
+    for i in range(6):
+        for minutes in range(3):
+            sample(utilization, f"more-{i}", now - timezone.timedelta(minutes=minutes), 10.0 * i, 100.0 * i)
+    assert count() == few
+    samples = utilization_samples(client)
+    assert samples[("gpupool_gpu_utilization_percent", "more-5")] == 50
+    assert samples[("gpupool_idle_gpus", "more-5")] == 0
+
+
+def test_after_a_real_round_the_series_are_the_selectors_numbers(client, demo):
+    services.utilization_record_all()
+    samples = utilization_samples(client)
+    idle = selectors.idle_gpus_by_pool(user=SYSTEM)
+    assert idle and all(samples[("gpupool_idle_gpus", pool)] == pytest.approx(gpus) for pool, gpus in idle.items())
+    pools = [row["name"] for row in selectors.pool_list(user=SYSTEM)]
+    for pool in pools:
+        latest = selectors.pool_utilization(pool=pool)
+        assert latest is not None, pool
+        assert samples[("gpupool_gpu_utilization_percent", pool)] == pytest.approx(latest["utilization"])
+        assert samples[("gpupool_gpu_memory_used_mib", pool)] == pytest.approx(latest["memory_used"])

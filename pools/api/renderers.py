@@ -24,7 +24,11 @@ def _flat(row: dict, prefix: str = "") -> dict:
 
 
 class CSVRenderer(BaseRenderer):
-    """Renders a list of rows (or a paginated page) as CSV with a header line."""
+    """Renders a list of rows (or a paginated page) as CSV with a header line.
+
+    The columns are the rows' keys in order of appearance, or the view's ``csv_columns`` when it sets them (the
+    header is then written for no rows too).
+    """
 
     media_type = "text/csv"
     format = "csv"
@@ -34,11 +38,12 @@ class CSVRenderer(BaseRenderer):
         if isinstance(data, dict):
             data = data.get("results", [data])
         rows = [_flat(row) for row in data or []]
-        columns: list[str] = []
-        for row in rows:
-            columns.extend(column for column in row if column not in columns)
+        columns: list[str] = list(getattr((renderer_context or {}).get("view"), "csv_columns", None) or [])
+        if not columns:
+            for row in rows:
+                columns.extend(column for column in row if column not in columns)
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         return out.getvalue().encode(self.charset)

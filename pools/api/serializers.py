@@ -16,7 +16,15 @@ from typing import Any
 from rest_framework import serializers
 
 from accounts.models import SyncMode
-from pools.choices import BackendKind, ConfigType, NodePoolStatus, NodeStatus, PlacementStrategy, ResourceType
+from pools.choices import (
+    BackendKind,
+    ConfigType,
+    ConsumptionBy,
+    NodePoolStatus,
+    NodeStatus,
+    PlacementStrategy,
+    ResourceType,
+)
 from pools.configs.fields import (
     PLATFORM_DOCUMENT,
     POOL_DOCUMENT,
@@ -29,7 +37,7 @@ from pools.configs.fields import (
 )
 from pools.engine.errors import ConfigError, Problem
 from pools.engine.validation import OPERATORS
-from pools.models import Backend, ConfigRevision, Node, NodeMembership, Platform, Pod, UsageSample
+from pools.models import Backend, ConfigRevision, GpuConsumption, Node, NodeMembership, Platform, Pod, UsageSample
 from pools.querysets import quotas_visible
 
 NAME_HELP = "Unique name: a letter first, then letters, digits, '_', '.' or '-', ending with a letter or digit."
@@ -796,3 +804,48 @@ class QuotaFiguresRowSerializer(serializers.Serializer):
 class QuotaListSerializer(serializers.Serializer):
     quotas = QuotaFiguresRowSerializer(many=True)
     warnings = serializers.ListField(child=serializers.CharField(), help_text="SEMANTICS §9's warnings")
+
+
+# --- GPU utilization: idle GPUs and GPU-hours (issue 13) -------------------------------------------------------
+
+
+class IdleWorkloadSerializer(serializers.Serializer):
+    """One workload holding idle GPUs (``selectors.idle_workloads``), a CSV row in this column order."""
+
+    backend = serializers.CharField()
+    namespace = serializers.CharField()
+    pod = serializers.CharField()
+    user = serializers.CharField(allow_blank=True, help_text="empty when unknown")
+    project = serializers.CharField(allow_blank=True, help_text="empty when unknown")
+    pool = serializers.CharField(allow_blank=True, help_text="empty: a workload in no pool")
+    node = serializers.CharField(help_text="a node the pod runs on")
+    gpus = serializers.FloatField(help_text="GPUs the pod holds (MIG instances and shares as fractions)")
+    idle_gpus = serializers.FloatField(help_text="of those, GPUs idle")
+    idle_since = serializers.DateTimeField(help_text="since when all of its idle GPUs have been idle")
+    idle_for_seconds = serializers.IntegerField()
+
+
+class GpuHoursSerializer(serializers.Serializer):
+    allocated_gpu_hours = serializers.FloatField(help_text="GPU-hours allocated to workloads")
+    idle_gpu_hours = serializers.FloatField(help_text="of those, GPU-hours the GPUs were idle")
+    idle_share = serializers.FloatField(help_text="idle / allocated (0 when nothing was allocated)")
+
+
+class ConsumptionRowSerializer(GpuHoursSerializer):
+    """One group of the report: its name under the key ``by`` names (``pool``, ``user``, ...), then its hours."""
+
+    pool = serializers.CharField(required=False, allow_blank=True, help_text="when by=pool")
+    user = serializers.CharField(required=False, allow_blank=True, help_text="when by=user")
+    namespace = serializers.CharField(required=False, allow_blank=True, help_text="when by=namespace")
+    project = serializers.CharField(required=False, allow_blank=True, help_text="when by=project")
+
+
+class ConsumptionReportSerializer(serializers.Serializer):
+    """``selectors.consumption_report``: GPU-hours per group over a period, largest first, and their total."""
+
+    by = serializers.ChoiceField(choices=ConsumptionBy.choices)
+    since = serializers.DateTimeField(help_text="start of the period counted (whole hours, or whole days past 7 days)")
+    until = serializers.DateTimeField()
+    resolution = serializers.ChoiceField(choices=GpuConsumption.Resolution.choices)
+    rows = ConsumptionRowSerializer(many=True)
+    total = GpuHoursSerializer()

@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from . import label_pools, quotas, users, views
+from . import label_pools, quotas, users, utilization, views
 
 app_name = "api"
 
@@ -65,6 +65,9 @@ urlpatterns = [
     # quotas per node pool (SEMANTICS §9)
     path("quotas/", quotas.QuotaListView.as_view(), name="quota-list"),
     path("quotas/simulate/", quotas.QuotaSimulateView.as_view(), name="quota-simulate"),
+    # GPU utilization: idle GPUs and GPU-hours (issue 13)
+    path("idle_gpus/", utilization.IdleGpuListView.as_view(), name="idle-gpus"),
+    path("consumption/", utilization.ConsumptionView.as_view(), name="consumption"),
     path("", include(router.urls)),
     re_path(r"^[\s\S]*$", views.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
 ]

@@ -364,6 +364,9 @@ DOORS: tuple[Door, ...] = (
         note="many quotas, all or nothing; a project's also " + _MANAGED,
     ),
     Door("POST /api/quotas/simulate/", signed_in=True, note="KAI's fair-share simulator; reads and writes no data"),
+    # REST API: GPU utilization (issue 13)
+    Door("GET /api/idle_gpus/", VIEW_POOL, rows=True, note="workloads holding idle GPUs in visible pools; CSV"),
+    Door("GET /api/consumption/", VIEW_POOL, rows=True, note="GPU-hours allocated and idle in visible pools; CSV"),
     # REST API: people
     Door("GET /api/users/", VIEW_USER, rows=True),
     Door(
@@ -399,6 +402,11 @@ DOORS: tuple[Door, ...] = (
     Door("GET /", VIEW_POOL, rows=True, note="htmx: the pool table fragment"),
     Door("GET /pools/{name}/", VIEW_POOL, object="{name}"),
     Door("GET /pools/{name}/usage/", VIEW_POOL, object="{name}", note="chart data; GPU products to fleet readers"),
+    Door("GET /pools/{name}/utilization/", VIEW_POOL, object="{name}", note="chart data: GPU utilization, memory"),
+    Door("GET /idle/", VIEW_POOL, rows=True, note="workloads with idle GPUs in visible pools; htmx fragment; CSV"),
+    Door("GET /consumption/", VIEW_POOL, rows=True, note="GPU-hours of visible pools; CSV and JSON exports"),
+    Door("GET /nodes/{name}/gpus/", VIEW_POOL, object="{name}", note="a node of a visible pool: its GPUs now"),
+    Door("GET /nodes/{name}/gpus/history/", VIEW_POOL, object="{name}", note="chart data of the node's GPUs"),
     Door("GET /pools/new/", None, CHANGE_CONFIG, acts_on="POOL"),
     Door("POST /pools/new/", None, CHANGE_CONFIG, acts_on="POOL"),
     Door("POST /pools/preview/", None, CHANGE_CONFIG, acts_on="POOL", note="htmx: the live preview"),
@@ -518,6 +526,8 @@ DOORS: tuple[Door, ...] = (
     Door("poolctl quota list [--pool P]", VIEW_POOL, rows=True, note="departments and projects the reader may see"),
     Door("poolctl quota set UNIT --pool P", VIEW_POOL, CHANGE_CONFIG, acts_on="DEPARTMENT|PROJECT", note=_MANAGED),
     Door("poolctl quota simulate --file F", signed_in=True, note="the fair-share simulator; reads and writes no data"),
+    Door("poolctl get idle", VIEW_POOL, rows=True, note="workloads holding idle GPUs in visible pools"),
+    Door("poolctl get consumption", VIEW_POOL, rows=True, note="GPU-hours allocated and idle in visible pools"),
     Door("poolctl role set osmo-PREFIX pool", VIEW_ROLE, CHANGE_CONFIG, acts_on="ROLE"),
     Door("poolctl user create|set-roles|list", VIEW_USER, CHANGE_USER, acts_on="NAME"),
     Door("poolctl token create --user NAME", VIEW_USER, CHANGE_USER, acts_on="NAME"),

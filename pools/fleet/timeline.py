@@ -165,6 +165,7 @@ class Fleet:
         # Per lane id: (pod name prefix, uid prefix, pod IP, container variants, workflow stems, node info).
         self._lane_static: list[tuple[str, str, str, list, tuple[str, ...], _NodeInfo]] = []
         self._shapes: dict[tuple, list] = {}
+        self._gpu_lanes: set[int] = set()  # lane ids of the lanes that hold GPUs
         self._system: list[dict] = []
         self._max_lane_epoch = 1
         self._pod_cache: dict[tuple[int, int, str], dict] = {}
@@ -272,6 +273,8 @@ class Fleet:
             lane_key = mix(info.key + (lane_index + 1) * C1)
             v = mix(lane_key ^ C2)
             lane_id = len(self._lane_static)
+            if gpu:
+                self._gpu_lanes.add(lane_id)
             h = format(lane_key, "016x")
             self._lane_static.append(
                 (
@@ -537,6 +540,12 @@ class Fleet:
         _, t = self._time(now)
         with paused_gc():
             return self._pods(t)
+
+    def gpu_pods(self, now: float) -> list[dict]:
+        """The Pending and Running job pods holding GPUs at ``now`` (a history of utilization needs only those)."""
+        _, t = self._time(now)
+        with paused_gc():
+            return [self._pod(lane_id, job) for lane_id, job in self._jobs(t).items() if lane_id in self._gpu_lanes]
 
     def _pods(self, t: float) -> list[dict]:
         # Memoised: a job's object at a phase never changes, so the last call's objects are reused.

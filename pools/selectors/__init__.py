@@ -21,6 +21,7 @@ from .access import profile_pools, role_check, role_definitions, role_reach, rol
 from .capacity import (
     NodeGroup,
     gpu_product_usage,
+    node_based_pools,
     node_groups,
     pool_gpu_summary,
     pool_list,
@@ -66,11 +67,13 @@ from .inventory import (
     nodes_visible,
     pods_visible,
     pool_check,
+    pool_names_visible,
     pool_workloads,
     resource_index,
     resource_list,
     resource_numbers,
     resource_rows,
+    utilization_read_at,
 )
 from .nodepools import NODE_POOL_SUMS, node_pool_list
 from .pools import (
@@ -109,22 +112,30 @@ from .units import (
     quota_series,
 )
 from .utilization import (
+    GPU_HOURS_COLUMNS,
+    IDLE_WORKLOAD_COLUMNS,
     PERIODS,
     Device,
     SimulatedInputs,
     Workload,
+    WorkloadContext,
     consumption_report,
+    exporter_devices,
     gpu_workloads,
     idle_gpus_by_pool,
     idle_workloads,
     node_gpus,
+    node_replicas,
     node_utilization_series,
     pool_utilization,
+    pool_utilization_latest,
     prometheus_client,
     prometheus_devices,
+    prometheus_readings,
     simulated_devices,
     simulated_inputs,
     utilization_series,
     utilization_source,
+    workload_context,
 )
 from .whatif import project_quota_check

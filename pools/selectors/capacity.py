@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from accounts import access
@@ -246,17 +246,29 @@ def gpu_product_usage() -> list[dict]:
     ]
 
 
+def history_condition(samples, *, since, until) -> Q:
+    """Which of ``samples`` (usage or utilization samples of one series) make its history over [since, until]:
+    minute samples for up to two days; past that the hourly ones, then the minute samples after the last hourly one
+    (the hours the compaction has not reached yet), so the newest part of a long period is never blank."""
+    minutes = Q(resolution=UsageSample.Resolution.MINUTE, at__gte=since, at__lte=until)
+    if until - since <= timedelta(days=2):
+        return minutes
+    hours = Q(resolution=UsageSample.Resolution.HOUR, at__gte=since, at__lte=until)
+    last = samples.filter(hours).aggregate(last=Max("at"))["last"]
+    return hours | (minutes & Q(at__gte=last + timedelta(hours=1))) if last else hours | minutes
+
+
 def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
-    """Samples of one pool or GPU product between two times, minute samples for up to two days, else hourly.
+    """Samples of one pool or GPU product between two times (``history_condition``).
 
     Samples of the same time from several backends (a product in several clusters) are added up.
     """
 
     until = until or timezone.now()
-    resolution = UsageSample.Resolution.MINUTE if until - since <= timedelta(days=2) else UsageSample.Resolution.HOUR
+    samples = UsageSample.objects.filter(scope=scope, key=key)
     rows = (
-        UsageSample.objects.filter(scope=scope, key=key, resolution=resolution, at__gte=since, at__lte=until)
-        .values("at")
+        samples.filter(history_condition(samples, since=since, until=until))
+        .values("at", "resolution")
         .annotate(
             used=Sum("used"), capacity=Sum("capacity"), quota_used=Sum("quota_used"), quota_limit=Sum("quota_limit")
         )
@@ -269,7 +281,7 @@ def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
             "capacity": row["capacity"],
             "quota_used": row["quota_used"],
             "quota_limit": row["quota_limit"],
-            "resolution": resolution,
+            "resolution": row["resolution"],
         }
         for row in rows
     ]

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import NamedTuple
 
-from django.db.models import Count, DecimalField, F, Value
+from django.db.models import Count, DecimalField, F, Max, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -292,18 +292,41 @@ def backend_health(*, user) -> list[dict]:
             "last_sync_at",
             "last_sync_duration",
             "last_sync_error",
+            "prometheus_url",
+            "utilization_at",
+            "utilization_error",
             *(f"nodes_{status}" for status in NodeStatus),
         )
     )
     now = timezone.now()
     return [
         {
-            **{key: value for key, value in row.items() if not key.startswith("nodes_")},
+            **{key: value for key, value in row.items() if not key.startswith("nodes_") and key != "prometheus_url"},
             "status": backend_status(row["last_heartbeat"], now),
             "nodes": {status.value: row[f"nodes_{status}"] for status in NodeStatus},
+            "utilization_source": _utilization_source(row["kind"], row["prometheus_url"]),
         }
         for row in rows
     ]
+
+
+def _utilization_source(kind: str, prometheus_url: str) -> str:
+    """``utilization_source`` of a backend read as values (its kind and Prometheus URL)."""
+    from .utilization import utilization_source
+
+    return utilization_source(Backend(kind=kind, prometheus_url=prometheus_url or ""))
+
+
+def pool_names_visible(*, user) -> list[str]:
+    """The names of the pools ``user`` may see, sorted (what a page's pool filter offers)."""
+    return sorted(name for _, name in visible_pool_ids(user).values())
+
+
+def utilization_read_at(*, user):
+    """When GPU utilization was last read on a backend of the pools ``user`` may see (None: never)."""
+    seen = visible_pool_ids(user)
+    backends = Backend.objects.filter(id__in={backend_id for backend_id, _ in seen.values()})
+    return backends.aggregate(at=Max("utilization_at"))["at"]
 
 
 def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:

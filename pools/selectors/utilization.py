@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
-from fractions import Fraction
 
-from django.db.models import Max, Min, Q, Sum
+from django.conf import settings
+from django.db.models import Max, Min, OuterRef, Q, Subquery, Sum
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from ..choices import BackendKind, ConsumptionBy
@@ -24,25 +24,43 @@ from ..engine.errors import ConfigError
 from ..filtersets import ConsumptionFilterSet, IdleGpuFilterSet, filtered
 from ..fleet import dcgm
 from ..fleet.catalogue import GPU, MIG_PREFIX
+from ..inventory.records import GPU_REPLICAS_LABEL
 from ..models import (
     Backend,
     GpuConsumption,
-    IdleGpu,
     Node,
     NodeMembership,
     Pod,
     Pool,
     Project,
+    QuietGpu,
     UsageSample,
     UtilizationSample,
 )
-from ..telemetry.prometheus import PrometheusClient, PrometheusError, gpu_utilization, label_matcher
+from ..telemetry.prometheus import GpuReading, PrometheusClient, PrometheusError, gpu_utilization, label_matcher
+from .capacity import history_condition
 from .gpuctl import USER_LABELS, node_get
 from .quotas import QUEUE_LABEL
 
 # The periods the charts and the consumption report offer.
 PERIODS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 HOURLY_CONSUMPTION_DAYS = 7  # a report reaching further back than this is counted in whole days
+# The fields of an idle workload's row and of a consumption row (after the value counted by), in the order the
+# exports write them.
+IDLE_WORKLOAD_COLUMNS = (
+    "backend",
+    "namespace",
+    "pod",
+    "user",
+    "project",
+    "pool",
+    "node",
+    "gpus",
+    "idle_gpus",
+    "idle_since",
+    "idle_for_seconds",
+)
+GPU_HOURS_COLUMNS = ("allocated_gpu_hours", "idle_gpu_hours", "idle_share")
 
 
 @dataclass(slots=True)
@@ -57,7 +75,7 @@ class Device:
     util: float | None  # %
     memory_used: float  # MiB
     memory_total: float  # MiB
-    gpus: Fraction  # ``engine.device_share``
+    gpus: float  # ``engine.device_share``
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +112,14 @@ def prometheus_client(backend: Backend) -> PrometheusClient:
     return PrometheusClient(backend.prometheus_url, token=token, username=username, password=password)
 
 
-def _node_rows(backend: Backend, host: str = "") -> dict[str, tuple[dict, dict, int]]:
-    """Node name -> (labels, allocatable, time-slicing replicas) of the backend's nodes (or of ``host``)."""
+def _nodes(backend: Backend, host: str = ""):
     nodes = Node.objects.filter(backend=backend)
-    if host:
-        nodes = nodes.filter(name=host)
-    return {
-        name: (labels or {}, allocatable or {}, replicas)
-        for name, labels, allocatable, replicas in nodes.values_list("name", "labels", "allocatable", "gpu_replicas")
-    }
+    return nodes.filter(name=host) if host else nodes
+
+
+def node_replicas(backend: Backend, *, host: str = "") -> dict[str, int]:
+    """Node name -> time-slicing replicas per GPU (0: not time-sliced) of the backend's nodes (or of ``host``)."""
+    return dict(_nodes(backend, host).values_list("name", "gpu_replicas"))
 
 
 def _held_pods(backend: Backend, host: str = "") -> list[dict]:
@@ -136,23 +153,21 @@ def _held_pods(backend: Backend, host: str = "") -> list[dict]:
 
 @dataclass(frozen=True, slots=True)
 class SimulatedInputs:
-    """What the simulated exporter reads: the nodes (name -> labels, allocatable, replicas) as Node objects, and the
-    pods holding GPUs as Pod objects, by (namespace, name)."""
+    """What the simulated exporter reads: the nodes as Node objects, and the pods holding GPUs as Pod objects, by
+    (namespace, name)."""
 
-    nodes: dict[str, tuple[dict, dict, int]]
     node_objects: list[dict]
     pods: dict[tuple[str, str], dict]
 
 
 def simulated_inputs(backend: Backend, *, host: str = "") -> SimulatedInputs:
     """The backend's nodes (or ``host``) and the pods holding their GPUs, read once (two queries)."""
-    nodes = _node_rows(backend, host)
     node_objects = [
-        {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": allocatable}}
-        for name, (labels, allocatable, _) in nodes.items()
+        {"metadata": {"name": name, "labels": labels or {}}, "status": {"allocatable": allocatable or {}}}
+        for name, labels, allocatable in _nodes(backend, host).values_list("name", "labels", "allocatable")
     ]
     pods = {(pod["metadata"]["namespace"], pod["metadata"]["name"]): pod for pod in _held_pods(backend, host)}
-    return SimulatedInputs(nodes, node_objects, pods)
+    return SimulatedInputs(node_objects, pods)
 
 
 def simulated_devices(
@@ -163,11 +178,26 @@ def simulated_devices(
     inputs = inputs or simulated_inputs(backend, host=host)
     moment = datetime.fromtimestamp(now, tz=UTC).isoformat().replace("+00:00", "Z")
     pods = [pod for pod in inputs.pods.values() if pod["metadata"]["creationTimestamp"] <= moment]
+    return exporter_devices(inputs.node_objects, pods, now)
+
+
+def _replicas(labels: dict) -> int:
+    """A node's time-slicing replicas per GPU (``nvidia.com/gpu.replicas``), 0 when it has none."""
+    text = str(labels.get(GPU_REPLICAS_LABEL) or "")
+    return int(text) if text.isdigit() else 0
+
+
+def exporter_devices(node_objects: list[dict], pods: list[dict], now: float) -> tuple[list[Device], list[tuple]]:
+    """What the simulated exporter reports at ``now`` for these Node and Pod objects, as devices, and the held
+    devices as (device, namespace, pod, pod object, ordinal)."""
+    replicas = {node["metadata"]["name"]: _replicas(node["metadata"].get("labels") or {}) for node in node_objects}
+    by_identity = {(pod["metadata"]["namespace"], pod["metadata"]["name"]): pod for pod in pods}
     devices, held = [], []
-    for sample in dcgm.gpu_samples(inputs.node_objects, pods, now):
+    for sample in dcgm.gpu_samples(node_objects, pods, now):
         instance = "" if sample.gpu_instance_id is None else str(sample.gpu_instance_id)
         vgpu = "" if sample.vgpu is None else str(sample.vgpu)
         name = engine.device_name(sample.uuid, instance, vgpu)
+        share = engine.device_share(mig_profile=sample.gpu_instance_profile, replicas=replicas.get(sample.hostname, 0))
         devices.append(
             Device(
                 sample.hostname,
@@ -178,45 +208,81 @@ def simulated_devices(
                 float(sample.util),
                 float(sample.fb_used),
                 float(sample.memory_mib),
-                engine.device_share(mig_profile=sample.gpu_instance_profile, replicas=inputs.nodes[sample.hostname][2]),
+                share,
             )
         )
         if sample.pod:
-            pod = inputs.pods[(sample.namespace, sample.pod)]
+            pod = by_identity[(sample.namespace, sample.pod)]
             held.append((name, sample.namespace, sample.pod, pod, sample.ordinal))
     return devices, held
 
 
-def prometheus_devices(backend: Backend, client: PrometheusClient, now: float, *, host: str = "") -> list[Device]:
-    """The devices the backend's Prometheus reports for the backend's nodes (or ``host``) at ``now``."""
-    nodes = _node_rows(backend, host)
+def prometheus_readings(
+    client: PrometheusClient, now: float, *, host: str = "", free_memory: bool = True
+) -> list[GpuReading]:
+    """Every device Prometheus reports (of ``host`` when given) at ``now``: ``gpu_utilization``, the engine activity
+    of MIG instances only (the whole GPUs' is not used), the free memory only with ``free_memory``."""
+    return gpu_utilization(client, at=now, host=host, engine_activity="mig", free_memory=free_memory)
+
+
+def prometheus_devices(
+    readings: list[GpuReading], replicas: dict[str, int], memory: dict[str, float] | None = None
+) -> list[Device]:
+    """The devices of ``readings`` on the backend's nodes (``replicas``: node name -> time-slicing replicas).
+
+    A device's memory is its used and free memory; for readings without the free memory, ``memory`` (device name ->
+    MiB, as an earlier reading found it), else what it uses (a lower bound until the next full reading).
+    """
     devices = []
-    for reading in gpu_utilization(client, at=now, host=host):
-        if reading.hostname not in nodes:
+    for reading in readings:
+        if reading.hostname not in replicas:
             continue  # another cluster's GPU, scraped by the same Prometheus
         util = reading.util
         if util is None and reading.gr_engine_active is not None:
             util = reading.gr_engine_active * 100  # MIG instances: DCGM's signal for them
-        used, free = reading.fb_used or 0.0, reading.fb_free or 0.0
+        name = engine.device_name(reading.uuid, reading.gpu_instance_id, reading.vgpu)
+        used = reading.fb_used or 0.0
+        if reading.fb_free is not None:
+            total = used + reading.fb_free
+        else:
+            total = max(used, (memory or {}).get(name, used))
         devices.append(
             Device(
                 reading.hostname,
-                engine.device_name(reading.uuid, reading.gpu_instance_id, reading.vgpu),
+                name,
                 reading.model,
                 reading.namespace,
                 reading.pod,
                 util,
                 used,
-                used + free,
-                engine.device_share(mig_profile=reading.gpu_instance_profile, replicas=nodes[reading.hostname][2]),
+                total,
+                engine.device_share(mig_profile=reading.gpu_instance_profile, replicas=replicas[reading.hostname]),
             )
         )
     return devices
 
 
-def gpu_workloads(backend: Backend) -> tuple[dict[tuple[str, str], Workload], dict[str, str]]:
-    """(namespace, pod) -> Workload for the backend's pods holding GPUs, and node name -> its first pool."""
-    pool_names = set(Pool.objects.filter(backend=backend).values_list("name", flat=True))
+@dataclass(frozen=True, slots=True)
+class WorkloadContext:
+    """What tells a pod's pool and project: the backend's pools, each node's first pool, each namespace's project."""
+
+    pool_names: frozenset[str]
+    node_pool: dict[str, str]
+    projects: frozenset[str]
+    namespace_project: dict[str, str]
+
+    def workload(self, *, namespace: str, labels: dict, pool_label: str, node_name: str) -> Workload:
+        """A pod's user (its user label), pool (its pool label when that names a pool of the backend, else its
+        node's pool) and project (its ``runai/queue`` label, else its namespace's project)."""
+        user = next((labels[key] for key in USER_LABELS if labels.get(key)), "")
+        queue = labels.get(QUEUE_LABEL)
+        project = queue if queue in self.projects else self.namespace_project.get(namespace, "")
+        pool = pool_label if pool_label in self.pool_names else self.node_pool.get(node_name, "")
+        return Workload(str(user), pool, project)
+
+
+def workload_context(backend: Backend) -> WorkloadContext:
+    """The backend's pools, its nodes' first pools (by name) and the projects' namespaces (three queries)."""
     node_pool: dict[str, str] = {}
     for node_name, pool_name in (
         NodeMembership.objects.filter(node__backend=backend)
@@ -224,32 +290,41 @@ def gpu_workloads(backend: Backend) -> tuple[dict[tuple[str, str], Workload], di
         .values_list("node__name", "pool__name")
     ):
         node_pool.setdefault(node_name, pool_name)
-    owner, projects = {}, set()
-    for name, namespaces in Project.objects.values_list("name", "namespaces"):
+    owner: dict[str, str] = {}
+    projects = set()
+    for name, namespaces in Project.objects.order_by("created_at", "id").values_list("name", "namespaces"):
         projects.add(name)
         for namespace in namespaces or [f"runai-{name}"]:
             owner.setdefault(namespace, name)
-    workloads = {}
+    pool_names = frozenset(Pool.objects.filter(backend=backend).values_list("name", flat=True))
+    return WorkloadContext(pool_names, node_pool, frozenset(projects), owner)
+
+
+def gpu_workloads(backend: Backend) -> dict[tuple[str, str], Workload]:
+    """(namespace, pod) -> Workload for the backend's pods bound to a node and holding GPUs (four queries; the
+    labels a workload needs are read out of the pods' labels by the database, not every label decoded here)."""
+    context = workload_context(backend)
+    keys = (*USER_LABELS, QUEUE_LABEL)
     rows = (
         Pod.objects.filter(backend=backend)
         .exclude(node_name="")
         .filter(Q(gpu__gt=0) | ~Q(mig_devices={}))
-        .values_list("namespace", "name", "node_name", "labels", "pool_name")
+        .annotate(**{f"label_{index}": KeyTextTransform(key, "labels") for index, key in enumerate(keys)})
+        .values_list("namespace", "name", "node_name", "pool_name", *(f"label_{index}" for index in range(len(keys))))
     )
-    for namespace, name, node_name, labels, pool_name in rows:
-        labels = labels or {}
-        user = next((labels[key] for key in USER_LABELS if labels.get(key)), "")
-        queue = labels.get(QUEUE_LABEL)
-        project = queue if queue in projects else owner.get(namespace, "")
-        pool = pool_name if pool_name in pool_names else node_pool.get(node_name, "")
-        workloads[(namespace, name)] = Workload(str(user), pool, project)
-    return workloads, node_pool
+    found = {}
+    for namespace, name, node_name, pool_name, *values in rows:
+        labels = {key: value for key, value in zip(keys, values, strict=True) if value}
+        found[(namespace, name)] = context.workload(
+            namespace=namespace, labels=labels, pool_label=pool_name, node_name=node_name
+        )
+    return found
 
 
 # -- idle GPUs ---------------------------------------------------------------------------------------------------
 
 
-def _held_gpus(rows: list[dict]) -> dict[tuple[int, str, str], Decimal]:
+def _held_gpus(rows: list[dict]) -> dict[tuple[int, str, str], float]:
     """GPUs each listed pod holds: whole GPUs and fractions, MIG devices as their slices of seven (one query)."""
     if not rows:
         return {}
@@ -259,19 +334,29 @@ def _held_gpus(rows: list[dict]) -> dict[tuple[int, str, str], Decimal]:
     held = {}
     for backend_id, namespace, name, gpu, mig in pods:
         slices = sum(engine.device_share(mig_profile=profile) * int(count) for profile, count in (mig or {}).items())
-        held[(backend_id, namespace, name)] = Decimal(gpu or 0) + Decimal(slices.numerator) / slices.denominator
+        held[(backend_id, namespace, name)] = float(gpu or 0) + slices
     return held
+
+
+def idle_duration() -> timedelta:
+    """How long a GPU a pod holds must stay quiet to be idle (``GPUPOOL["IDLE_SECONDS"]``)."""
+    return timedelta(seconds=float(settings.GPUPOOL["IDLE_SECONDS"]))
+
+
+def _idle(user, *, now: datetime):
+    """The quiet GPUs ``user`` may see that are idle at ``now``: quiet for at least the idle duration."""
+    return QuietGpu.objects.restrict(user).filter(quiet_since__lte=now - idle_duration())
 
 
 def idle_workloads(*, user, filters=None, now: datetime | None = None) -> list[dict]:
     """The workloads holding idle GPUs that ``user`` may see (pools they may read), longest idle first.
 
     A row per pod: its backend, namespace, user, project and pool, a node it runs on, the GPUs it holds, how many
-    of them are idle, and since when all of those have been idle (``idle_for_seconds``: the shortest idle time of
-    its idle GPUs). Filters: ``IdleGpuFilterSet``. Two queries.
+    of them are idle, and since when all of those have been quiet (``idle_for_seconds``: the shortest time of its
+    idle GPUs'). Filters: ``IdleGpuFilterSet``. Two queries.
     """
     now = now or timezone.now()
-    queryset = filtered(IdleGpuFilterSet, filters, IdleGpu.objects.restrict(user)).qs
+    queryset = filtered(IdleGpuFilterSet, filters, _idle(user, now=now)).qs
     rows = list(
         queryset.values("backend_id", "namespace", "pod")
         .annotate(
@@ -281,7 +366,7 @@ def idle_workloads(*, user, filters=None, now: datetime | None = None) -> list[d
             pool=Max("pool"),
             node=Min("node_name"),
             idle_gpus=Sum("gpus"),
-            since=Max("idle_since"),
+            since=Max("quiet_since"),
         )
         .order_by("since", "namespace", "pod")
     )
@@ -304,9 +389,9 @@ def idle_workloads(*, user, filters=None, now: datetime | None = None) -> list[d
     ]
 
 
-def idle_gpus_by_pool(*, user) -> dict[str, float]:
+def idle_gpus_by_pool(*, user, now: datetime | None = None) -> dict[str, float]:
     """Idle GPUs per pool (``""``: workloads in no pool) that ``user`` may see: what ``/metrics`` exports."""
-    rows = IdleGpu.objects.restrict(user).values("pool").annotate(gpus=Sum("gpus")).order_by("pool")
+    rows = _idle(user, now=now or timezone.now()).values("pool").annotate(gpus=Sum("gpus")).order_by("pool")
     return {row["pool"]: _number(row["gpus"]) for row in rows}
 
 
@@ -324,13 +409,44 @@ def consumption_period(filters, *, now: datetime | None = None) -> tuple[datetim
     up to now. Counted in whole hours; a period reaching back more than ``HOURLY_CONSUMPTION_DAYS`` in whole days
     (UTC), the days' rows being the only ones kept that long."""
     now = now or timezone.now()
-    until = filters.get("until") or now
-    since = filters.get("since") or until - PERIODS[filters.get("period") or "30d"]
+    # In UTC (the days are UTC days); a moment that has none (year 1 or 9999 with an offset) is refused.
+    until, since = filters.get("until") or now, filters.get("since")
+    try:
+        until = until.astimezone(UTC)
+    except OverflowError:
+        raise ConfigError("until: the moment is out of range.") from None
+    try:
+        since = since.astimezone(UTC) if since else until - PERIODS[filters.get("period") or "30d"]
+    except OverflowError:
+        raise (
+            ConfigError("since: the moment is out of range.")
+            if since
+            else ConfigError("until: the period would start before year 1.")
+        ) from None
     if since >= until:
         raise ConfigError("since: the period's start must be before its end.")
     if since < now - timedelta(days=HOURLY_CONSUMPTION_DAYS):
         return since.replace(hour=0, minute=0, second=0, microsecond=0), until, GpuConsumption.Resolution.DAY
     return since.replace(minute=0, second=0, microsecond=0), until, GpuConsumption.Resolution.HOUR
+
+
+def _consumption_rows(since: datetime, until: datetime, resolution: str) -> Q:
+    """The rows that count [since, until): in whole days, the days' rows; in whole hours, the days' rows of the whole
+    days within and the hours' rows of the parts before and after them (a week is 7 day rows and 48 hour rows a
+    value at most, not 168)."""
+    days, hours = GpuConsumption.Resolution.DAY, GpuConsumption.Resolution.HOUR
+    if resolution == days:
+        return Q(resolution=days, start__gte=since, start__lt=until)
+    midnight = since.replace(hour=0, minute=0, second=0, microsecond=0)
+    first_day = midnight if midnight == since else midnight + timedelta(days=1)
+    last_day = until.replace(hour=0, minute=0, second=0, microsecond=0)
+    if first_day >= last_day:
+        return Q(resolution=hours, start__gte=since, start__lt=until)
+    return (
+        Q(resolution=days, start__gte=first_day, start__lt=last_day)
+        | Q(resolution=hours, start__gte=since, start__lt=first_day)
+        | Q(resolution=hours, start__gte=last_day, start__lt=until)
+    )
 
 
 def consumption_report(*, user, filters=None, now: datetime | None = None) -> dict:
@@ -343,13 +459,14 @@ def consumption_report(*, user, filters=None, now: datetime | None = None) -> di
     by = cleaned.get("by") or ConsumptionBy.POOL
     since, until, resolution = consumption_period(cleaned, now=now)
     rows = (
-        filterset.qs.filter(dimension=by, resolution=resolution, start__gte=since, start__lt=until)
+        filterset.qs.filter(_consumption_rows(since, until, resolution), dimension=by)
         .values("value")
         .annotate(allocated=Sum("allocated"), idle=Sum("idle"))
         .order_by("-allocated", "value")
     )
+    rows = list(rows)
     found = [_hours({by: row["value"]}, row["allocated"], row["idle"]) for row in rows]
-    total = _hours({}, sum(row["allocated_gpu_hours"] for row in found), sum(row["idle_gpu_hours"] for row in found))
+    total = _hours({}, sum(row["allocated"] for row in rows), sum(row["idle"] for row in rows))
     return {
         "by": by,
         "since": since.isoformat(),
@@ -373,13 +490,11 @@ def _hours(head: dict, allocated: float, idle: float) -> dict:
 
 
 def utilization_series(*, pool: str, since: datetime, until: datetime | None = None) -> list[dict]:
-    """A pool's utilization samples between two times: minute samples for up to two days, else hourly (the caller
-    has checked the pool is visible). Samples of the same moment from several backends are added up."""
+    """A pool's utilization samples between two times (``history_condition``; the caller has checked the pool is
+    visible)."""
     until = until or timezone.now()
-    resolution = UsageSample.Resolution.MINUTE if until - since <= timedelta(days=2) else UsageSample.Resolution.HOUR
-    rows = UtilizationSample.objects.filter(pool=pool, resolution=resolution, at__gte=since, at__lte=until).order_by(
-        "at"
-    )
+    samples = UtilizationSample.objects.filter(pool=pool)
+    rows = samples.filter(history_condition(samples, since=since, until=until)).order_by("at")
     return [
         {
             "at": row.at.timestamp(),
@@ -409,6 +524,23 @@ def pool_utilization(*, pool: str) -> dict | None:
     }
 
 
+def pool_utilization_latest(*, user) -> dict[str, dict]:
+    """Pool name -> its latest minute sample (``at``, ``gpus``, ``utilization``, ``memory_used``, ``memory_total``,
+    ``idle_gpus``) for the pools ``user`` may see that have one: what ``/metrics`` exports. One query."""
+    latest = (
+        UtilizationSample.objects.filter(pool=OuterRef("name"), resolution=UsageSample.Resolution.MINUTE)
+        .order_by("-at")
+        .values("pk")[:1]
+    )
+    rows = (
+        UtilizationSample.objects.restrict(user)
+        .filter(pk__in=Pool.objects.annotate(sample=Subquery(latest)).values("sample"))
+        .order_by("pool")
+        .values("pool", "at", "gpus", "utilization", "memory_used", "memory_total", "idle_gpus")
+    )
+    return {row.pop("pool"): row for row in rows}
+
+
 # -- one node's GPUs, read live ----------------------------------------------------------------------------------
 
 
@@ -429,21 +561,22 @@ def node_gpus(name: str, *, user, backend: str | None = None, now: float | None 
     try:
         if source == "prometheus":
             with prometheus_client(node.backend) as client:
-                devices = prometheus_devices(node.backend, client, now, host=node.name)
+                readings = prometheus_readings(client, now, host=node.name)
+            devices = prometheus_devices(readings, node_replicas(node.backend, host=node.name))
         elif source == "simulated":
             devices = simulated_devices(node.backend, now, host=node.name)[0]
     except (PrometheusError, ValueError) as exc:
         error = str(exc)
-    idle = {
-        (device, namespace, pod): since
-        for device, namespace, pod, since in IdleGpu.objects.filter(
+    quiet = {
+        (device, namespace, pod): since.timestamp()
+        for device, namespace, pod, since in QuietGpu.objects.filter(
             backend=node.backend, node_name=node.name
-        ).values_list("device", "namespace", "pod", "idle_since")
+        ).values_list("device", "namespace", "pod", "quiet_since")
     }
-    moment = datetime.fromtimestamp(now, tz=UTC)
+    duration = idle_duration().total_seconds()
     gpus = []
     for device in devices:
-        since = idle.get((device.device, device.namespace, device.pod))
+        idle_for = engine.idle_for(quiet.get((device.device, device.namespace, device.pod)), now, duration=duration)
         gpus.append(
             {
                 "device": device.device,
@@ -454,7 +587,7 @@ def node_gpus(name: str, *, user, backend: str | None = None, now: float | None 
                 "utilization": device.util,
                 "memory_used": device.memory_used,
                 "memory_total": device.memory_total,
-                "idle_for_seconds": max(0, int((moment - since).total_seconds())) if since else None,
+                "idle_for_seconds": None if idle_for is None else int(idle_for),
             }
         )
     return {"node": node.name, "backend": node.backend.name, "source": source, "error": error, "gpus": gpus}

@@ -26,7 +26,7 @@ from .config import (
     pool_maintenance_set,
     pool_role_generate,
 )
-from .demo import demo_install
+from .demo import demo_history_backfill, demo_install
 from .inventory import (
     SyncBusy,
     backend_sync,
@@ -45,6 +45,7 @@ from .quotas import department_create, project_create, quota_bulk_preview, quota
 from .usage import usage_history_compact, usage_sample_record
 from .utilization import (
     UtilizationBusy,
+    utilization_backfill,
     utilization_history_compact,
     utilization_record,
     utilization_record_all,
@@ -52,6 +53,7 @@ from .utilization import (
 
 __all__ = [
     "UtilizationBusy",
+    "utilization_backfill",
     "utilization_history_compact",
     "utilization_record",
     "utilization_record_all",
@@ -78,6 +80,7 @@ __all__ = [
     "config_tag",
     "config_update",
     "config_write_lock",
+    "demo_history_backfill",
     "demo_install",
     "department_create",
     "project_create",

@@ -435,7 +435,7 @@ def backend_sync(*, backend: Backend, source=None) -> dict:
 def _sync(backend: Backend, source) -> dict:
     started = time.monotonic()
     try:
-        inventory = (source or _source(backend)).list_inventory()
+        inventory = (source or inventory_source(backend)).list_inventory()
     except InventoryError as exc:
         Backend.objects.filter(pk=backend.pk).update(last_sync_error=str(exc))
         raise
@@ -508,7 +508,8 @@ def _apply_inventory(backend: Backend, inventory: Inventory) -> dict:
     return counts
 
 
-def _source(backend: Backend):
+def inventory_source(backend: Backend):
+    """The source that reads ``backend``: a simulated fleet labels its jobs with the pools holding their nodes."""
     if backend.kind != BackendKind.SIMULATED:
         return source_for(backend)
     return source_for(backend, pool_labels=lambda nodes: node_pool_names(backend, nodes))
@@ -634,7 +635,7 @@ def backend_watch(
     contact is recorded in ``last_sync_error`` and the last good inventory stays as it is.
     """
     lease = f"watch:{backend.pk}"
-    source = source or _source(backend)
+    source = source or inventory_source(backend)
     trusted = isinstance(source, KubernetesSource)
     failures = 0
     while not stop.is_set():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import lru_cache
 from itertools import zip_longest
 from urllib.parse import quote
@@ -27,6 +28,69 @@ def count(value) -> str:
     if number.is_integer():
         return f"{int(number):,}"
     return f"{number:,.2f}".rstrip("0").rstrip(".")
+
+
+@register.filter
+def duration(seconds) -> str:
+    """A time span for people: 45s, 12m, 3h 5m, 2d 4h (``—`` when unknown)."""
+    if seconds is None or seconds == "":
+        return "—"
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if hours == 0:
+        return f"{minutes}m"
+    if days == 0:
+        return f"{hours}h {minutes % 60}m" if minutes % 60 else f"{hours}h"
+    return f"{days}d {hours % 24}h" if hours % 24 else f"{days}d"
+
+
+@register.filter
+def percent(value) -> str:
+    """A percentage (37.46) for people: ``37 %``; ``—`` when unknown."""
+    if value is None or value == "":
+        return "—"
+    return f"{float(value):.0f} %"
+
+
+@register.filter
+def share(value) -> str:
+    """A share (0.2546) as a percentage with one decimal: ``25.5 %``; ``—`` when unknown."""
+    if value is None or value == "":
+        return "—"
+    return f"{100 * float(value):.1f} %"
+
+
+@register.filter
+def mib(value) -> str:
+    """An amount of MiB for people: ``812 MiB``, ``79.6 GiB``, ``1.2 TiB``."""
+    if value is None or value == "":
+        return "—"
+    value = float(value)
+    for unit, factor in (("TiB", 1024 * 1024), ("GiB", 1024)):
+        if value >= factor:
+            return f"{value / factor:,.1f} {unit}"
+    return f"{value:,.0f} MiB"
+
+
+@register.filter
+def iso_datetime(value):
+    """An ISO 8601 text (what selectors give JSON callers) as a datetime, for ``date`` and ``timesince``."""
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@register.filter
+def bars(counts: dict) -> list[dict]:
+    """``{bucket: count}`` as bars: each bucket, its count and its width in % of all the counts."""
+    total = sum(counts.values()) if counts else 0
+    return [
+        {"label": label, "count": n, "width": round(100 * n / total, 1) if total else 0}
+        for label, n in (counts or {}).items()
+    ]
 
 
 BYTE_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))

@@ -12,7 +12,7 @@ from people import person, role
 from pools import services
 from pools.choices import ConfigType
 from pools.engine.permissions import DOORS
-from pools.models import UsageSample
+from pools.models import GpuConsumption, QuietGpu, UsageSample
 
 # The most queries each list may make, after the caller's roles were read once (the API caches them on the
 # user for the request). The comment says how many it makes today, the higher of the two callers' counts.
@@ -41,6 +41,10 @@ CEILINGS = {
     "/api/departments/": 6,  # 3
     "/api/projects/": 6,  # 3
     "/api/quotas/": 13,  # 11
+    "/api/idle_gpus/": 7,  # 4
+    "/api/idle_gpus/?format=csv": 7,  # 4
+    "/api/consumption/": 6,  # 3
+    "/api/consumption/?by=user&period=24h&format=csv": 6,  # 3
 }
 LISTS = list(CEILINGS)
 # Lists the catalogue names with a path parameter, and the value the URLs above give it.
@@ -88,6 +92,34 @@ def populate(cluster, actor, size: int, name: str) -> None:
     now = timezone.now()
     UsageSample.objects.bulk_create(
         UsageSample(scope="pool", key=f"pool-{i}", backend=backend, at=now, used=1, capacity=8) for i in range(size)
+    )
+    QuietGpu.objects.bulk_create(
+        QuietGpu(
+            backend=backend,
+            node_name=f"{name}-n{i}",
+            device=f"GPU-{i}",
+            namespace="default",
+            pod=f"{name}-p{i}",
+            user=f"{name}-person-{i}",
+            pool=f"pool-{i}",
+            quiet_since=now - timezone.timedelta(hours=1),
+        )
+        for i in range(size)
+    )
+    GpuConsumption.objects.bulk_create(
+        GpuConsumption(
+            backend=backend,
+            resolution=resolution,
+            start=now.replace(hour=0, minute=0, second=0, microsecond=0),
+            pool=f"pool-{i}",
+            dimension=dimension,
+            value=value,
+            allocated=1,
+            idle=0.5,
+        )
+        for i in range(size)
+        for resolution in GpuConsumption.Resolution.values
+        for dimension, value in (("pool", f"pool-{i}"), ("user", f"{name}-person-{i}"))
     )
 
 

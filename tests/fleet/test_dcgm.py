@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from pools.engine.utilization import GpuSeries, idle_gpus
+from pools.engine.utilization import idle_for, quiet_since
 from pools.fleet import Fleet
 from pools.fleet.catalogue import (
     CPU_96,
@@ -321,13 +321,12 @@ def test_the_idle_pods_of_a_node_are_found_idle_by_the_engine():
         for sample in gpu_samples([h100], [idle, busy], t):
             series[(sample.uuid, sample.pod)].append((t, sample.util))
             owners[(sample.uuid, sample.pod)] = sample
-    report = idle_gpus(
-        [GpuSeries(uuid, owners[(uuid, pod)].namespace, pod, samples) for (uuid, pod), samples in series.items()],
-        T0 + 1200,
-    )
-    assert [(w.pod, w.idle_gpus, w.gpus, w.idle_for) for w in report.workloads] == [
-        (idle["metadata"]["name"], 2, 2, 1200)
-    ]
+    idle_gpus = {}
+    for (_, pod_name), samples in series.items():
+        found = idle_for(quiet_since(samples, T0 + 1200), T0 + 1200)
+        if pod_name and found is not None:
+            idle_gpus.setdefault(pod_name, []).append(found)
+    assert idle_gpus == {idle["metadata"]["name"]: [1200, 1200]}
 
 
 # -- the text format ---------------------------------------------------------------------------------------------------

@@ -365,3 +365,24 @@ def test_a_big_fleet_is_fast_enough():
     assert len(nodes) == 5000 and len(pods) > 75_000
     # loose ceilings, as the machine may be busy: about 2 s each were measured on the 2-core dev machine
     assert built - started < 30 and listed - built < 20
+
+
+def test_long_gpu_jobs_run_for_tens_of_minutes_and_gpu_pods_are_the_job_pods_holding_gpus():
+    plain, long = Fleet(seed=4, size=30), Fleet(seed=4, size=30, long_gpu_jobs=1.0)
+
+    def lifetimes(fleet):
+        seen: dict[str, list[float]] = defaultdict(list)
+        for t in range(int(T0), int(T0) + 7200, 60):
+            for pod in fleet.gpu_pods(t):
+                seen[pod["metadata"]["name"]].append(t)
+        return [max(times) - min(times) for times in seen.values() if min(times) > T0 and max(times) < T0 + 7140]
+
+    assert max(lifetimes(plain)) <= 240
+    assert max(lifetimes(long)) >= 1200 and min(lifetimes(long)) >= 600
+    pods = long.pods(T0)
+    gpu_pods = long.gpu_pods(T0)
+    names = {pod["metadata"]["name"] for pod in pods}
+    assert gpu_pods and all(pod["metadata"]["name"] in names for pod in gpu_pods)
+    assert all("nvidia.com/" in json.dumps(pod["spec"]["containers"]) for pod in gpu_pods)
+    with pytest.raises(ValueError):
+        Fleet(seed=4, size=3, long_gpu_jobs=1.5)

@@ -33,6 +33,9 @@ PAGES = [
     ("GET /label-pools/new/", "/label-pools/new/?q=l40s-r"),
     ("GET /label-pools/{name}/delete/", "/label-pools/l40s-nodes/delete/"),
     ("GET /nodes/{name}/labels/", "/nodes/l40s-r-001/labels/"),
+    ("GET /nodes/{name}/gpus/", "/nodes/l40s-r-001/gpus/"),
+    ("GET /idle/", "/idle/"),
+    ("GET /consumption/", "/consumption/?by=user&period=7d"),
     ("GET /quotas/", "/quotas/"),
     ("GET /quotas/{pool}/", "/quotas/robotics-training/"),
     ("GET /projects/", "/projects/"),
@@ -58,6 +61,8 @@ PAGES = [
 # Doors that are not pages of their own: each is checked on the page that shows it.
 IN_PAGES = {
     "GET /pools/{name}/usage/": "the pool page's usage chart",
+    "GET /pools/{name}/utilization/": "the pool page's utilization chart (test_utilization_browser.py)",
+    "GET /nodes/{name}/gpus/history/": "the node GPUs page's chart (test_utilization_browser.py)",
     "GET /quotas/{pool}/usage/": "the quota dashboard's chart (test_quota_grid_browser.py)",
     "GET /backends/{name}/sync/status/": "the backends page after Sync now",
 }

@@ -21,7 +21,7 @@ from accounts import selectors as access_selectors
 from accounts import services as access_services
 from accounts.tokens import parse_lifetime
 from pools import cli, selectors, services
-from pools.choices import ChangeOrigin
+from pools.choices import ChangeOrigin, ConsumptionBy
 from pools.configs import (
     QUOTA_SPEC_KEYS,
     gpuctl_file_parse,
@@ -34,11 +34,13 @@ from pools.configs import (
 )
 from pools.engine.errors import AccessDenied, ConfigError, EngineError
 from pools.engine.permissions import DOORS
-from pools.filtersets import NamesFilter, NodeFilterSet, PoolFilterSet
+from pools.filtersets import IdleGpuFilterSet, NamesFilter, NodeFilterSet, PoolFilterSet
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
 logger = logging.getLogger(__name__)
+
+CONSUMPTION_OPTIONS = ("by", "period", "since", "until", "pool", "backend")  # ConsumptionFilterSet's parameters
 
 
 class Error(CommandError):
@@ -272,9 +274,9 @@ class Command(BaseCommand):
         p = kinds.add_parser("pool", help="delete the pool NAME and remove its label from its nodes")
         p.add_argument("name")
         p.add_argument("--force", action="store_true", default=argparse.SUPPRESS)
-        get = groups.add_parser("get", help="gpuctl: list pools, nodes or a node's labels").add_subparsers(
-            dest="verb", required=True
-        )
+        get = groups.add_parser(
+            "get", help="gpuctl: list pools, nodes, a node's labels, idle GPUs or GPU-hours"
+        ).add_subparsers(dest="verb", required=True)
         p = get.add_parser("pools", help="POOL NAME, STATUS, GPU TOTAL/USED/FREE, NODE COUNT")
         p.add_argument("--json", action="store_true")
         p = get.add_parser("nodes", help="NODE NAME, STATUS, GPUs, GPU TYPE, IP, POOL")
@@ -285,6 +287,19 @@ class Command(BaseCommand):
         p.add_argument("name", metavar="NODE")
         p.add_argument("--key")
         p.add_argument("--backend")
+        p.add_argument("--json", action="store_true")
+        p = get.add_parser("idle", help="NAMESPACE, POD, USER, PROJECT, POOL, GPUS, IDLE GPUS, IDLE FOR")
+        _filter_options(p, IdleGpuFilterSet)
+        p.add_argument("--json", action="store_true")
+        p = get.add_parser("consumption", help="GPU-hours allocated and idle per pool, user, namespace or project")
+        p.add_argument("--by", dest="filter_by", choices=ConsumptionBy.values, default=ConsumptionBy.POOL)
+        p.add_argument(
+            "--period", dest="filter_period", choices=list(selectors.PERIODS), help="up to now (default: 30d)"
+        )
+        p.add_argument("--since", dest="filter_since", metavar="ISO", help="start (ISO 8601), instead of --period")
+        p.add_argument("--until", dest="filter_until", metavar="ISO", help="end (ISO 8601; default: now)")
+        p.add_argument("--pool", dest="filter_pool", metavar="POOL")
+        p.add_argument("--backend", dest="filter_backend", metavar="BACKEND")
         p.add_argument("--json", action="store_true")
         describe = groups.add_parser("describe", help="gpuctl: describe a pool or a node").add_subparsers(
             dest="verb", required=True
@@ -577,6 +592,15 @@ class Command(BaseCommand):
     def do_get_labels(self, o):
         result = selectors.node_labels(o["name"], user=self.principal, key=o["key"], backend=o["backend"])
         self.out(cli.as_json(result) if o["json"] else cli.node_labels_text({**result, "key": o["key"]}))
+
+    def do_get_idle(self, o):
+        rows = selectors.idle_workloads(user=self.principal, filters=_filters(o, IdleGpuFilterSet))
+        self.out(cli.as_json(rows) if o["json"] else cli.idle_workloads_text(rows))
+
+    def do_get_consumption(self, o):
+        filters = {name: o[f"filter_{name}"] for name in CONSUMPTION_OPTIONS if o[f"filter_{name}"]}
+        report = selectors.consumption_report(user=self.principal, filters=filters)
+        self.out(cli.as_json(report) if o["json"] else cli.consumption_text(report))
 
     def do_describe_pool(self, o):
         pool = selectors.gpuctl_pool_detail(o["name"], user=self.principal)
