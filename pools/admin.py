@@ -21,6 +21,7 @@ from .models import (
     Backend,
     ConfigRevision,
     Department,
+    GpuConsumption,
     Lease,
     Node,
     NodeLabelChange,
@@ -31,8 +32,10 @@ from .models import (
     Pool,
     PoolPodUsage,
     Project,
+    QuietGpu,
     ResourceValidation,
     UsageSample,
+    UtilizationSample,
 )
 
 
@@ -252,6 +255,29 @@ class UsageSampleAdmin(ReadOnlyAdmin):
     list_display = ["scope", "key", "backend", "resolution", "at", "used", "capacity", "quota_used", "quota_limit"]
     list_filter = ["scope", "resolution", "backend"]
     search_fields = ["key"]
+
+
+@admin.register(UtilizationSample)
+class UtilizationSampleAdmin(ReadOnlyAdmin):
+    list_display = ["pool", "backend", "resolution", "at", "gpus", "utilization", "memory_used", "idle_gpus"]
+    list_filter = ["resolution", "backend"]
+    search_fields = ["pool"]
+
+
+@admin.register(QuietGpu)
+class QuietGpuAdmin(ReadOnlyAdmin):
+    list_display = ["device", "node_name", "namespace", "pod", "user", "project", "pool", "gpus", "quiet_since"]
+    list_filter = ["backend", "pool"]
+    list_select_related = ["backend"]
+    search_fields = ["pod", "namespace", "user", "node_name", "device"]
+
+
+@admin.register(GpuConsumption)
+class GpuConsumptionAdmin(ReadOnlyAdmin):
+    list_display = ["start", "resolution", "pool", "dimension", "value", "allocated", "idle", "backend"]
+    list_filter = ["resolution", "dimension", "backend"]
+    list_select_related = ["backend"]
+    search_fields = ["pool", "value"]
 
 
 @admin.register(NodeLabelChange)

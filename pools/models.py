@@ -505,7 +505,8 @@ class UtilizationSample(models.Model):
 
     ``gpus`` and ``idle_gpus`` count GPUs (shares and MIG instances as fractions); ``utilization`` is their
     average in % weighted by size; memory is in MiB; ``distribution`` counts devices per utilization bucket
-    (``pools.engine.utilization.BUCKETS``). Kept like ``UsageSample``: minutes for two days, hours for 90.
+    (``pools.engine.utilization.BUCKETS``; minute samples only, hourly averages have none). Kept like
+    ``UsageSample``: minutes for two days, hours for 90.
     """
 
     backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="utilization_samples")

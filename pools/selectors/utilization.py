@@ -324,12 +324,13 @@ def gpu_workloads(backend: Backend) -> dict[tuple[str, str], Workload]:
 # -- idle GPUs ---------------------------------------------------------------------------------------------------
 
 
-def _held_gpus(rows: list[dict]) -> dict[tuple[int, str, str], float]:
-    """GPUs each listed pod holds: whole GPUs and fractions, MIG devices as their slices of seven (one query)."""
+def _held_gpus(idle, rows: list[dict]) -> dict[tuple[int, str, str], float]:
+    """GPUs each pod of ``rows`` holds (``idle``: the idle GPUs they were read from): whole GPUs and fractions, MIG
+    devices as their slices of seven (one query; the pods are named by a subquery, however many there are)."""
     if not rows:
         return {}
     pods = Pod.objects.filter(
-        backend_id__in={row["backend_id"] for row in rows}, name__in={row["pod"] for row in rows}
+        backend_id__in={row["backend_id"] for row in rows}, name__in=idle.values("pod")
     ).values_list("backend_id", "namespace", "name", "gpu", "mig_devices")
     held = {}
     for backend_id, namespace, name, gpu, mig in pods:
@@ -370,7 +371,7 @@ def idle_workloads(*, user, filters=None, now: datetime | None = None) -> list[d
         )
         .order_by("since", "namespace", "pod")
     )
-    held = _held_gpus(rows)
+    held = _held_gpus(queryset, rows)
     return [
         {
             "backend": row["backend"],

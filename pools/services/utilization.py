@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Avg, Max
+from django.db.models import Avg
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
@@ -43,11 +43,10 @@ from pools.models import Backend, GpuConsumption, NodeMembership, QuietGpu, Usag
 from pools.telemetry.prometheus import IdleDevice, PrometheusError, idle_since
 
 from .inventory import lease_acquire, lease_owner, lease_release
+from .usage import HOUR_RETENTION, MINUTE_RETENTION  # utilization samples are kept as usage samples are
 
 logger = logging.getLogger(__name__)
 
-MINUTE_RETENTION = timedelta(days=2)  # utilization samples, as usage samples
-HOUR_RETENTION = timedelta(days=90)
 HOURLY_CONSUMPTION_RETENTION = timedelta(days=8)  # hourly GPU-hours; daily ones are kept for 400 days
 DAILY_CONSUMPTION_RETENTION = timedelta(days=400)
 ROUND_LEASE_SECONDS = 300
@@ -235,7 +234,9 @@ def _quiet_rows_write(
 ) -> None:
     """Make the backend's ``QuietGpu`` rows (``stored``: key -> (id, quiet since)) what ``quiet`` says: rows whose
     device is no longer quiet, or began a new quiet stretch, go; new ones come; the others are left as they are."""
-    QuietGpu.objects.filter(pk__in=[pk for key, (pk, since) in stored.items() if quiet.get(key) != since]).delete()
+    gone = [pk for key, (pk, since) in stored.items() if quiet.get(key) != since]
+    for first in range(0, len(gone), 10_000):  # SQLite takes 32,766 values a statement at most
+        QuietGpu.objects.filter(pk__in=gone[first : first + 10_000]).delete()
     new = []
     for key, since in quiet.items():
         if key in stored and stored[key][1] == since:
@@ -486,13 +487,8 @@ def utilization_history_compact(*, now: datetime | None = None) -> dict:
             memory_used=Avg("memory_used"),
             memory_total=Avg("memory_total"),
             idle_gpus=Avg("idle_gpus"),
-            last=Max("at"),
         )
     )
-    last_distribution = {
-        (backend_id, pool, at): distribution
-        for backend_id, pool, at, distribution in minutes.values_list("backend_id", "pool", "at", "distribution")
-    }
     created = UtilizationSample.objects.bulk_create(
         [
             UtilizationSample(
@@ -505,7 +501,6 @@ def utilization_history_compact(*, now: datetime | None = None) -> dict:
                 memory_used=row["memory_used"],
                 memory_total=row["memory_total"],
                 idle_gpus=row["idle_gpus"],
-                distribution=last_distribution.get((row["backend_id"], row["pool"], row["last"]), {}),
             )
             for row in hourly
         ],

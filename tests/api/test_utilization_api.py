@@ -3,6 +3,7 @@ the report of ``selectors.consumption_report``, JSON or CSV, counted only in the
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 
@@ -180,22 +181,23 @@ def test_a_bad_parameter_is_a_400_that_names_it(now, admin_api, query, message):
 
 
 def test_after_real_rounds_a_reader_of_one_pool_sees_nothing_of_the_others(demo, client_for):
-    """The demo's simulated fleets read by a round: some of their GPUs are idle in several pools."""
+    """The demo's simulated fleets read by a round: some of their GPUs are idle, GPU-hours counted in every pool.
+    Which pools have idle workloads depends on the moment the fleet is read: the reader is given one of them."""
     services.utilization_record_all()
     everything = selectors.idle_workloads(user=SYSTEM)
-    assert len({row["pool"] for row in everything}) > 1
-    granted = role("training", {"actions": ["pool:Read"], "resources": ["pool/robotics-training"]})
-    api = client_for(person("trainer", granted))
-    mine = [(row["backend"], row["namespace"], row["pod"]) for row in everything if row["pool"] == "robotics-training"]
-    assert mine
+    assert everything, "the demo's fleets hold idle GPUs"
+    pool = collections.Counter(row["pool"] for row in everything).most_common(1)[0][0]
+    granted = role("one-pool", {"actions": ["pool:Read"], "resources": [f"pool/{pool}"]})
+    api = client_for(person("reader", granted))
+    mine = [(row["backend"], row["namespace"], row["pod"]) for row in everything if row["pool"] == pool]
     shown = api.get("/api/idle_gpus/").json()
     assert [(row["backend"], row["namespace"], row["pod"]) for row in shown] == mine
     text = api.get("/api/idle_gpus/?format=csv").content.decode()
-    assert {line.split(",")[5] for line in text.splitlines()[1:]} == {"robotics-training"}
+    assert {line.split(",")[5] for line in text.splitlines()[1:]} == {pool}
     by_pool = selectors.consumption_report(user=SYSTEM, filters={"period": "24h"})
     assert len(by_pool["rows"]) > 1
-    (training,) = [row for row in by_pool["rows"] if row["pool"] == "robotics-training"]
+    (counted,) = [row for row in by_pool["rows"] if row["pool"] == pool]
     for by in ("pool", "user", "namespace", "project"):
         report = api.get(f"/api/consumption/?by={by}&period=24h").json()
-        assert report["total"]["allocated_gpu_hours"] == pytest.approx(training["allocated_gpu_hours"], abs=0.05)
-    assert api.get("/api/consumption/?period=24h").json()["rows"] == [training]
+        assert report["total"]["allocated_gpu_hours"] == pytest.approx(counted["allocated_gpu_hours"], abs=0.05)
+    assert api.get("/api/consumption/?period=24h").json()["rows"] == [counted]
