@@ -44,6 +44,7 @@ from .quotas import QUEUE_LABEL
 
 # The periods the charts and the consumption report offer.
 PERIODS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+HELD_NAMES_PER_QUERY = 5000  # pod names a query of the idle workloads' GPUs names (SQLite takes 32,766 values)
 HOURLY_CONSUMPTION_DAYS = 7  # a report reaching further back than this is counted in whole days
 # The fields of an idle workload's row and of a consumption row (after the value counted by), in the order the
 # exports write them.
@@ -324,18 +325,27 @@ def gpu_workloads(backend: Backend) -> dict[tuple[str, str], Workload]:
 # -- idle GPUs ---------------------------------------------------------------------------------------------------
 
 
-def _held_gpus(idle, rows: list[dict]) -> dict[tuple[int, str, str], float]:
-    """GPUs each pod of ``rows`` holds (``idle``: the idle GPUs they were read from): whole GPUs and fractions, MIG
-    devices as their slices of seven (one query; the pods are named by a subquery, however many there are)."""
-    if not rows:
-        return {}
-    pods = Pod.objects.filter(
-        backend_id__in={row["backend_id"] for row in rows}, name__in=idle.values("pod")
-    ).values_list("backend_id", "namespace", "name", "gpu", "mig_devices")
+def _held_gpus(rows: list[dict]) -> dict[tuple[int, str, str], float]:
+    """GPUs each pod of ``rows`` holds: whole GPUs and fractions, MIG devices as their slices of seven.
+
+    The pods are asked for by name, a query per ``HELD_NAMES_PER_QUERY`` (a list, not a subquery on the quiet GPUs:
+    PostgreSQL, its statistics taken while there were none, would scan them once per pod).
+    """
+    keys = {(row["backend_id"], row["namespace"], row["pod"]) for row in rows}
+    backends, names = {key[0] for key in keys}, sorted({key[2] for key in keys})
     held = {}
-    for backend_id, namespace, name, gpu, mig in pods:
-        slices = sum(engine.device_share(mig_profile=profile) * int(count) for profile, count in (mig or {}).items())
-        held[(backend_id, namespace, name)] = float(gpu or 0) + slices
+    for first in range(0, len(names), HELD_NAMES_PER_QUERY):
+        pods = (
+            Pod.objects.filter(backend_id__in=backends, name__in=names[first : first + HELD_NAMES_PER_QUERY])
+            .order_by()
+            .values_list("backend_id", "namespace", "name", "gpu", "mig_devices")
+        )
+        for backend_id, namespace, name, gpu, mig in pods:
+            if (backend_id, namespace, name) in keys:
+                slices = sum(
+                    engine.device_share(mig_profile=profile) * int(count) for profile, count in (mig or {}).items()
+                )
+                held[(backend_id, namespace, name)] = float(gpu or 0) + slices
     return held
 
 
@@ -354,7 +364,7 @@ def idle_workloads(*, user, filters=None, now: datetime | None = None) -> list[d
 
     A row per pod: its backend, namespace, user, project and pool, a node it runs on, the GPUs it holds, how many
     of them are idle, and since when all of those have been quiet (``idle_for_seconds``: the shortest time of its
-    idle GPUs'). Filters: ``IdleGpuFilterSet``. Two queries.
+    idle GPUs'). Filters: ``IdleGpuFilterSet``. Two queries (up to 5,000 idle workloads).
     """
     now = now or timezone.now()
     queryset = filtered(IdleGpuFilterSet, filters, _idle(user, now=now)).qs
@@ -371,7 +381,7 @@ def idle_workloads(*, user, filters=None, now: datetime | None = None) -> list[d
         )
         .order_by("since", "namespace", "pod")
     )
-    held = _held_gpus(queryset, rows)
+    held = _held_gpus(rows)
     return [
         {
             "backend": row["backend"],

@@ -391,6 +391,9 @@ class _DeviceSample(msgspec.Struct):
 
 
 _DEVICE_VECTOR = msgspec.json.Decoder(list[_DeviceSample])
+# The labels a reading keeps: the queries aggregate every series to these (``max by``), so that Prometheus writes,
+# and the console decodes, a third less (no ``instance``, ``job``, ``device``, driver...).
+_KEPT_LABELS = (*DEVICE_LABELS, *WORKLOAD_LABELS, "modelName", "GPU_I_PROFILE")
 _READING_METRICS = (GPU_UTIL, FB_USED, FB_FREE, GR_ENGINE_ACTIVE)  # in the order of GpuReading's values
 
 
@@ -400,25 +403,28 @@ def label_matcher(name: str, value: str) -> str:
     return f'{name}="{escaped}"'
 
 
-def _device_samples(
-    client: PrometheusClient, metric: str, at: float | None, host: str, mig_only: bool = False
-) -> list[_DeviceSample]:
-    """One DCGM gauge for every device (of ``host`` when given; MIG instances only with ``mig_only``), decoded
-    straight into the labels a reading keeps (40,000 series in about 0.1 s, a third of the time of ``query``'s label
-    dictionaries)."""
+def reading_query(metric: str, *, host: str = "", mig_only: bool = False) -> str:
+    """The PromQL ``gpu_utilization`` sends for one DCGM gauge: every device (of ``host`` when given; MIG instances
+    only with ``mig_only``), aggregated to the labels a reading keeps."""
     matchers = [label_matcher("Hostname", host)] if host else []
     if mig_only:
         matchers.append('GPU_I_ID!=""')
-    expr = f"{metric}{{{','.join(matchers)}}}" if matchers else metric
+    selector = f"{metric}{{{','.join(matchers)}}}" if matchers else metric
+    return f"max by ({','.join(_KEPT_LABELS)}) ({selector})"
+
+
+def _device_vector(client: PrometheusClient, expr: str, at: float | None, what: str) -> list[_DeviceSample]:
+    """The instant vector ``expr``, decoded straight into the labels a reading keeps (40,000 series in about 0.1 s,
+    a third of the time of ``query``'s label dictionaries)."""
     result_type, result = client._instant(expr, at)
     if result_type != "vector":
         raise PrometheusError(
-            f"Prometheus answered a {result_type} result for {metric}, not a vector.", reason="malformed"
+            f"Prometheus answered a {result_type} result for {what}, not a vector.", reason="malformed"
         )
     try:
         return _DEVICE_VECTOR.decode(result)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PrometheusError(f"Prometheus's series of {metric} are malformed ({exc}).", reason="malformed")
+        raise PrometheusError(f"Prometheus's series of {what} are malformed ({exc}).", reason="malformed")
 
 
 def gpu_utilization(
@@ -448,7 +454,12 @@ def gpu_utilization(
         answers = list(
             pool.map(
                 lambda metric: (
-                    _device_samples(client, metric, at, host, mig_only and metric == GR_ENGINE_ACTIVE)
+                    _device_vector(
+                        client,
+                        reading_query(metric, host=host, mig_only=mig_only and metric == GR_ENGINE_ACTIVE),
+                        at,
+                        metric,
+                    )
                     if free_memory or metric != FB_FREE
                     else []
                 ),
@@ -527,6 +538,9 @@ class IdleDevice:
     max_util: float  # %, the highest sample in the window
 
 
+_IDLE_LABELS = ("Hostname", "gpu", "UUID", "vgpu", *WORKLOAD_LABELS)
+
+
 def idle_query(*, threshold_percent: float = 0, window_seconds: float = 300) -> str:
     """The PromQL ``idle_since`` sends: every sample of the window at or below the threshold, and the last one
     before the window too, so the quiet stretch began at or before the window's start (it is at least as long).
@@ -542,7 +556,8 @@ def idle_query(*, threshold_percent: float = 0, window_seconds: float = 300) -> 
     threshold, window_ms = repr(float(threshold_percent)), round(window_seconds * 1000)
     window = f"{window_ms // 1000}s" if window_ms % 1000 == 0 else f"{window_ms}ms"
     held = f'{GPU_UTIL}{{pod!=""}}'
-    return f"max_over_time({held}[{window}]) <= {threshold} and ({held} offset {window}) <= {threshold}"
+    quiet = f"max_over_time({held}[{window}]) <= {threshold} and ({held} offset {window}) <= {threshold}"
+    return f"max by ({','.join(_IDLE_LABELS)}) ({quiet})"  # only the labels an IdleDevice keeps
 
 
 def idle_since(
@@ -557,20 +572,19 @@ def idle_since(
     fails.
     """
     expr = idle_query(threshold_percent=threshold_percent, window_seconds=window_seconds)
-    found = []
-    for sample in client.query(expr, at=at):
-        labels = sample.labels
-        found.append(
-            IdleDevice(
-                labels.get("Hostname", ""),
-                labels.get("gpu", ""),
-                labels.get("UUID", ""),
-                labels.get("vgpu", ""),
-                labels.get("namespace", ""),
-                labels.get("pod", ""),
-                labels.get("container", ""),
-                sample.value,
-            )
+    found = [
+        IdleDevice(
+            labels.hostname,
+            labels.gpu,
+            labels.uuid,
+            labels.vgpu,
+            labels.namespace,
+            labels.pod,
+            labels.container,
+            _number(sample.value[1]),
         )
+        for sample in _device_vector(client, expr, at, "the idle devices")
+        for labels in (sample.metric,)
+    ]
     found.sort(key=lambda idle: (idle.namespace, idle.pod, idle.hostname, _index(idle.gpu), _index(idle.vgpu)))
     return found

@@ -31,6 +31,7 @@ from pools.telemetry.prometheus import (
     parse_answer,
     parse_matrix,
     parse_vector,
+    reading_query,
 )
 
 
@@ -154,8 +155,9 @@ def test_a_range_vector_or_string_is_not_read_as_an_instant_vector():
 
 def test_the_idle_query_asks_for_a_quiet_window_and_a_quiet_sample_before_it():
     assert idle_query() == (
+        "max by (Hostname,gpu,UUID,vgpu,namespace,pod,container) ("
         'max_over_time(DCGM_FI_DEV_GPU_UTIL{pod!=""}[300s]) <= 0.0'
-        ' and (DCGM_FI_DEV_GPU_UTIL{pod!=""} offset 300s) <= 0.0'
+        ' and (DCGM_FI_DEV_GPU_UTIL{pod!=""} offset 300s) <= 0.0)'
     )
     assert "[1500ms]" in idle_query(threshold_percent=12.5, window_seconds=1.5)
     assert "<= 12.5" in idle_query(threshold_percent=12.5, window_seconds=1.5)
@@ -396,14 +398,14 @@ MIG = {"GPU_I_ID": "1", "GPU_I_PROFILE": "1g.10gb"}
 
 
 def test_gpu_utilization_joins_the_four_metrics_per_device_and_workload(canned):
-    canned.answers[GPU_UTIL] = vector(
+    canned.answers[reading_query(GPU_UTIL)] = vector(
         (dcgm(gpu="10", **POD_A), "90"),
         (dcgm(gpu="9"), "0"),
         (dcgm(gpu="2", vgpu="1", **POD_A), "40"),
         (dcgm(gpu="3", namespace="team", pod="old", container="main"), "5"),
         (dcgm(gpu="3", namespace="team", pod="new", container="main"), "70"),
     )
-    canned.answers[FB_USED] = vector(
+    canned.answers[reading_query(FB_USED)] = vector(
         (dcgm(gpu="10", **POD_A, instance="exporter-a"), "60000"),
         (dcgm(gpu="10", **POD_A, instance="exporter-b"), "60000"),  # a second scrape job: the same device
         (dcgm(gpu="9"), "0"),
@@ -412,13 +414,17 @@ def test_gpu_utilization_joins_the_four_metrics_per_device_and_workload(canned):
         (dcgm(gpu="3", namespace="team", pod="old", container="main"), "1"),
         (dcgm(gpu="3", namespace="team", pod="new", container="main"), "2"),
     )
-    canned.answers[FB_FREE] = vector((dcgm(gpu="10", **POD_A), "21559"), (dcgm(gpu="0", **MIG, **POD_A), "728"))
-    canned.answers[GR_ENGINE_ACTIVE] = vector((dcgm(gpu="10", **POD_A), "0.81"), (dcgm(gpu="0", **MIG, **POD_A), "0.5"))
+    canned.answers[reading_query(FB_FREE)] = vector(
+        (dcgm(gpu="10", **POD_A), "21559"), (dcgm(gpu="0", **MIG, **POD_A), "728")
+    )
+    canned.answers[reading_query(GR_ENGINE_ACTIVE)] = vector(
+        (dcgm(gpu="10", **POD_A), "0.81"), (dcgm(gpu="0", **MIG, **POD_A), "0.5")
+    )
     with PrometheusClient(canned.url) as client:
         readings = gpu_utilization(client, at=1700000000)
 
     assert sorted(form["query"] for _, form, _ in canned.requests) == sorted(
-        [GPU_UTIL, FB_USED, FB_FREE, GR_ENGINE_ACTIVE]
+        reading_query(metric) for metric in [GPU_UTIL, FB_USED, FB_FREE, GR_ENGINE_ACTIVE]
     )
     assert {form["time"] for _, form, _ in canned.requests} == {"1700000000.000"}
     model = "NVIDIA-H100-80GB-HBM3"
@@ -433,11 +439,11 @@ def test_gpu_utilization_joins_the_four_metrics_per_device_and_workload(canned):
 
 
 def test_gpu_utilization_fails_as_a_whole_when_one_query_fails(canned):
-    canned.answers[FB_FREE] = (503, failure("unavailable", "TSDB not ready"), {})
+    canned.answers[reading_query(FB_FREE)] = (503, failure("unavailable", "TSDB not ready"), {})
     with PrometheusClient(canned.url) as client:
         error = error_of(lambda: gpu_utilization(client))
     assert error.reason == "query" and "TSDB not ready" in str(error)
-    canned.answers[FB_FREE] = answer("vector", [{"metric": {"gpu": 0}, "value": [1, "1"]}])
+    canned.answers[reading_query(FB_FREE)] = answer("vector", [{"metric": {"gpu": 0}, "value": [1, "1"]}])
     with PrometheusClient(canned.url) as client:
         assert error_of(lambda: gpu_utilization(client)).reason == "malformed"
 
