@@ -215,6 +215,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "pools.tasks.record_utilization",
         "schedule": float(os.environ.get("GPUPOOL_UTILIZATION_SECONDS", "60")),
     },
+    # A watch of every live (kubernetes, simulated) backend nobody watches: re-started this long after one ends.
+    "watch-backends": {
+        "task": "pools.tasks.watch_all_backends",
+        "schedule": float(os.environ.get("GPUPOOL_WATCH_SECONDS", "30")),
+    },
 }
 
 REST_FRAMEWORK = {
@@ -265,6 +270,10 @@ GPUPOOL = {
     "IDLE_SECONDS": float(os.environ.get("GPUPOOL_IDLE_SECONDS", "300")),
     # How often every backend's GPU utilization is read (the rounds of pools.services.utilization).
     "UTILIZATION_SECONDS": float(os.environ.get("GPUPOOL_UTILIZATION_SECONDS", "60")),
+    # How long one Celery task ``watch_backend`` watches its backend before it returns (beat starts the next).
+    "WATCH_TASK_SECONDS": float(os.environ.get("GPUPOOL_WATCH_TASK_SECONDS", "300")),
+    # Send each backend's sync and watch tasks to the queue ``backend-<name>`` rather than the default one.
+    "BACKEND_QUEUES": env_bool("GPUPOOL_BACKEND_QUEUES", False),
 }
 
 LOGGING = {

@@ -1,8 +1,9 @@
 """Jobs: a backend sync started over the API and polled at ``/api/jobs/{id}/``.
 
-A job is the Celery task ``pools.tasks.sync_backend`` sent with ``.delay()``. Where its state comes from:
+A job is the Celery task ``pools.tasks.sync_backend``, sent to the backend's queue (``tasks.backend_queue``:
+the default one unless ``GPUPOOL_BACKEND_QUEUES`` is on). Where its state comes from:
 
-- embedded default (no broker): the task runs eagerly inside ``.delay()``, so the job is finished when
+- embedded default (no broker): the task runs eagerly when it is sent, so the job is finished when
   the POST answers; its result is kept in the job record;
 - a broker and ``CELERY_RESULT_BACKEND``: a worker runs it and the state is read from the result backend;
 - a broker without a result backend: Celery cannot tell, so the job stays ``SENT``; the backend's own
@@ -47,7 +48,7 @@ def backend_sync_request(*, name: str, actor: services.Actor) -> dict:
         "created_by": username,
     }
     try:
-        result = tasks.sync_backend.delay(backend.pk)
+        result = tasks.sync_backend.apply_async((backend.pk,), **tasks.backend_queue(backend.name))
     except Exception as exc:  # an eager run that raised: the job failed, the caller still gets a job to read
         logger.exception("sync of backend %s failed", backend.name)
         record.update(id=str(uuid.uuid4()), state="FAILURE", result=None, error=f"{exc.__class__.__name__}: {exc}")

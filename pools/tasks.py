@@ -1,12 +1,15 @@
 """Celery tasks: thin, they take ids and call a service (which holds the backend's lease).
 
-Beat (``CELERY_BEAT_SCHEDULE`` in settings) runs ``sync_all_backends`` every 30 s, ``record_usage`` and
-``record_utilization`` every minute and ``compact_usage_history`` every hour. Without a broker the tasks run in-process.
+Beat (``CELERY_BEAT_SCHEDULE`` in settings) runs ``sync_all_backends`` and ``watch_all_backends`` every 30 s,
+``record_usage`` and ``record_utilization`` every minute and ``compact_usage_history`` every hour. Without a
+broker the tasks run in-process. With ``GPUPOOL["BACKEND_QUEUES"]`` the fan-out tasks send a backend's sync
+and watch to the queue ``backend-<name>`` (``backend_queue``), for workers started with ``-Q backend-<name>,...``.
 """
 
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from . import selectors, services
 from .inventory.records import InventoryError
@@ -32,13 +35,46 @@ def sync_backend(backend_id: int) -> dict:
     return result
 
 
+def backend_queue(name: str) -> dict:
+    """``apply_async`` options for a task of backend ``name``: its own queue with ``GPUPOOL["BACKEND_QUEUES"]``,
+    else none (the default queue)."""
+    return {"queue": f"backend-{name}"} if settings.GPUPOOL.get("BACKEND_QUEUES") else {}
+
+
 @shared_task
 def sync_all_backends() -> int:
     """Queue a sync of every backend that has an inventory source."""
-    ids = list(selectors.backends_to_sync().values_list("pk", flat=True))
-    for backend_id in ids:
-        sync_backend.delay(backend_id)
-    return len(ids)
+    backends = list(selectors.backends_to_sync().values_list("pk", "name"))
+    for backend_id, name in backends:
+        sync_backend.apply_async((backend_id,), **backend_queue(name))
+    return len(backends)
+
+
+@shared_task(ignore_result=False)
+def watch_backend(backend_id: int) -> dict:
+    """Watch one live backend for ``GPUPOOL["WATCH_TASK_SECONDS"]``, then return; skipped at once while
+    another holder has its lease ``watch:<id>``."""
+    backend = Backend.objects.filter(pk=backend_id).first()
+    if backend is None:
+        return {"skipped": "backend no longer exists"}
+    try:
+        return services.backend_watch_for(backend=backend, seconds=services.watch_task_seconds())
+    except services.WatchBusy as exc:
+        return {"skipped": str(exc)}
+
+
+@shared_task
+def watch_all_backends() -> int:
+    """Queue a watch of every live backend that nobody watches now (its lease ``watch:<id>`` is free).
+
+    A queued watch that no worker took before the next round expires unrun, so watches do not pile up
+    behind busy workers; the next round queues a fresh one.
+    """
+    backends = selectors.backends_to_watch()
+    expires = settings.CELERY_BEAT_SCHEDULE["watch-backends"]["schedule"]
+    for backend in backends:
+        watch_backend.apply_async((backend.pk,), expires=expires, **backend_queue(backend.name))
+    return len(backends)
 
 
 @shared_task

@@ -147,7 +147,7 @@ def overview_rows(request) -> tuple[list[dict], dict]:
     filters = filter_values(request, PoolFilterSet)
     error = ""
     try:
-        rows = selectors.pool_list(user=request.user, filters=request.GET)
+        rows = selectors.pool_list(user=request.user, filters=request.GET, with_summary=True)
     except ConfigError as exc:
         rows, error = [], str(exc)
     return rows, {"filters": filters, "error": error, **selectors.pool_filter_choices(user=request.user)}
@@ -174,10 +174,7 @@ def overview(request):
             for row in rows
         ]
         return export(flat, POOL_COLUMNS, "pools", fmt)
-    summary = selectors.pool_node_summary([row["name"] for row in rows])
-    empty = {"nodes": {}, "platforms": {}}
     for row in rows:
-        row["summary"] = summary.get(row["name"], empty)
         row["shares_with"] = [name for name in row["node_set"] if name != row["name"]]
     totals = {
         key: sum(row["gpu"][key] for row in rows if not row["shared"])
@@ -209,7 +206,7 @@ def pool_detail(request, name: str):
     """One pool: platforms with merged templates, nodes, workloads, rules, usage history, timeouts, quota."""
     pool = selectors.pool_get(name, user=request.user)
     body = configs.pool_body(pool)
-    row = selectors.pool_list(names=[pool.name], user=request.user)[0]
+    row = selectors.pool_list(names=[pool.name], user=request.user, with_summary=True)[0]
     state = selectors.config_state([ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION])
     rendered = selectors.draft_render(pool_name=pool.name, pool=body, templates=state[ConfigType.POD_TEMPLATE])
     rules = state[ConfigType.RESOURCE_VALIDATION]
@@ -228,7 +225,7 @@ def pool_detail(request, name: str):
                 "validations": [(n, rules.get(n, [])) for n in names],
             }
         )
-    summary = selectors.pool_node_summary([pool.name]).get(pool.name, {"nodes": {}, "platforms": {}})
+    summary = row["summary"]
     products = sorted({p for info in summary["platforms"].values() for p in info["free_by_product"]})
     context = {
         "pool": pool,
@@ -664,7 +661,8 @@ def what_if(request):
     With a project, the verdict also says whether the request fits the project's quota on the pool; per node,
     whether it could start now on the free resources or would wait.
     """
-    pools = [row["name"] for row in selectors.pool_list(user=request.user)]
+    platforms = selectors.pool_platform_names(user=request.user)
+    pools = list(platforms)
     projects = list(selectors.projects_queryset(user=request.user).order_by("name").values_list("name", flat=True))
     # A link with only ?pool= (and ?project=) preselects them; the check runs once the request itself is given.
     submitted = any(key in request.GET for key in ("platform", "cpu", "gpu", "memory", "storage"))
@@ -695,8 +693,6 @@ def what_if(request):
             form.add_error(None, str(exc))
         else:
             result = {"rendered": rendered, "yaml": document_text(rendered["pod_template"]), "verdict": verdict}
-    visible_pools = selectors.config_objects(config_type=ConfigType.POOL, user=request.user)
-    platforms = {name: sorted(body["platforms"]) or ["default"] for name, body in visible_pools.items()}
     context = {"form": form, "result": result, "platforms": platforms}
     return page_or_fragment(request, "pools/what_if.html", "pools/_what_if_result.html", context)
 

@@ -173,6 +173,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="how long the event stream runs")
     parser.add_argument("--skip-naive", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print where the 1 % resync spends its time")
+    parser.add_argument(
+        "--full-resync", action="store_true", help="resync by listing everything (as before metadata-only listing)"
+    )
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
     options = parser.parse_args()
 
@@ -194,6 +197,10 @@ def main() -> None:
     from pools.fleet.layouts import pool_config
     from pools.inventory.sources import KubernetesSource
     from pools.models import Backend, Node, NodeMembership, Pod
+    from pools.services import inventory as inventory_service
+
+    if options.full_resync:
+        inventory_service.MAX_OBJECT_READS = 0  # any change at all then falls back to the full list
 
     services.config_apply(changes={ConfigType.BACKEND: {"bench": {"kind": "kubernetes"}}}, actor=services.SYSTEM)
     services.config_import(data=pool_config(backend="bench"), actor=services.SYSTEM)
@@ -227,7 +234,14 @@ def main() -> None:
     if profiler:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
-    print(f"resync after {changed} pods changed (1 %): {figures['resync']:.2f} s; pods {counts['pods_changed']}")
+    print(
+        f"resync after {changed} pods changed (1 %): {figures['resync']:.2f} s, {counts['listing']} listing; "
+        f"pods {counts['pods_changed']}"
+    )
+    started = time.perf_counter()
+    listing = source().list_versions()
+    print(f"  a metadata-only listing of {len(listing.pods)} pods takes {time.perf_counter() - started:.2f} s")
+    del listing
     started = time.perf_counter()
     inventory = source().list_inventory()
     listing = time.perf_counter() - started

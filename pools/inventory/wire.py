@@ -131,8 +131,31 @@ class _PodEvent(msgspec.Struct):
     object: _Pod | None = None
 
 
+class _VersionMeta(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
+    resourceVersion: str = ""  # noqa: N815
+
+
+class _Versioned(msgspec.Struct):
+    metadata: _VersionMeta = msgspec.field(default_factory=_VersionMeta)
+
+
+class _VersionList(msgspec.Struct):
+    """A PartialObjectMetadataList, or any list, read for its items' keys and versions only.
+
+    ``items`` is ``null``, not ``[]``, in an empty PartialObjectMetadataList from kube-apiserver.
+    """
+
+    kind: str = ""
+    items: list[_Versioned] | None = None
+    metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
+
+
 _LIST_DECODERS = {"nodes": msgspec.json.Decoder(_NodeList), "pods": msgspec.json.Decoder(_PodList)}
 _EVENT_DECODERS = {"nodes": msgspec.json.Decoder(_NodeEvent), "pods": msgspec.json.Decoder(_PodEvent)}
+_OBJECT_DECODERS = {"nodes": msgspec.json.Decoder(_Node), "pods": msgspec.json.Decoder(_Pod)}
+_VERSION_LIST_DECODER = msgspec.json.Decoder(_VersionList)
 
 
 def decode_list(kind: str, data: bytes) -> tuple[list[dict], str, str]:
@@ -145,6 +168,38 @@ def decode_list(kind: str, data: bytes) -> tuple[list[dict], str, str]:
         return document.get("items") or [], str(metadata.get("resourceVersion") or ""), metadata.get("continue") or ""
     items = msgspec.to_builtins(page.items)
     return items, page.metadata.resourceVersion, page.metadata.continue_
+
+
+def decode_versions(kind: str, data: bytes) -> tuple[dict, str, str, str]:
+    """A metadata list page as ({key: resourceVersion}, the list's kind, its resourceVersion, the continue token).
+
+    Keys are node names, or (namespace, name) for pods, as ``Inventory.keyed_pods`` has them. Only the three
+    metadata fields are decoded, so a server that answered with a full list instead still reads correctly
+    (just not cheaply). Items without a name are left out: a full sync skips them too.
+    """
+    try:
+        page = _VERSION_LIST_DECODER.decode(data)
+    except msgspec.ValidationError:
+        raise ValueError(f"a {kind} list whose items' metadata is not of the expected types") from None
+    if kind == "pods":
+        versions = {
+            (m.namespace or "default", m.name): m.resourceVersion
+            for m in (item.metadata for item in page.items or ())
+            if m.name
+        }
+    else:
+        versions = {
+            item.metadata.name: item.metadata.resourceVersion for item in page.items or () if item.metadata.name
+        }
+    return versions, page.kind, page.metadata.resourceVersion, page.metadata.continue_
+
+
+def decode_object(kind: str, data: bytes) -> dict:
+    """One Node or Pod (a GET's answer) with only the fields the product reads; odd objects decoded in full."""
+    try:
+        return msgspec.to_builtins(_OBJECT_DECODERS[kind].decode(data))
+    except msgspec.ValidationError:
+        return json.loads(data)
 
 
 def decode_event(kind: str, line: bytes) -> dict:

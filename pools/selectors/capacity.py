@@ -167,15 +167,19 @@ def pool_list(
     filters: Mapping | None = None,
     with_ids: bool = False,
     with_nodes: bool = False,
+    with_summary: bool = False,
 ) -> list[dict]:
     """The rows of the overview, ``poolctl pool list`` and ``/api/pool-quota/``: status, node set and GPU
     numbers per pool, filtered as ``PoolFilterSet`` says (its errors raise ``ConfigError``).
 
     ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples); ``with_nodes`` adds
     ``id``, ``created_at``, ``default`` (its backend's default pool) and ``node_count`` (gpuctl's listing),
-    from the same read of the nodes.
+    from the same read of the nodes; ``with_summary`` adds ``summary``, the pool's ``pool_node_summary``, from it
+    too (the overview).
     """
-    filterset = filtered(PoolFilterSet, filters, Pool.objects.select_related("backend").order_by("name"))
+    # Only the columns a row shows: a pool's documents (templates, validations, resources...) are JSON to decode.
+    columns = ("name", "description", "enable_maintenance", "created_at", "backend_id", *POOL_LIST_BACKEND_COLUMNS)
+    filterset = filtered(PoolFilterSet, filters, Pool.objects.select_related("backend").only(*columns).order_by("name"))
     pools = filterset.qs
     if names is not None:
         pools = pools.filter(name__in=list(names))
@@ -194,6 +198,7 @@ def pool_list(
         for group in groups:
             for pool_id in group.pool_ids:
                 node_counts[pool_id] += group.nodes
+    summaries = _node_summary({pool.pk: pool.name for pool in pools}, groups) if with_summary else {}
     now = timezone.now()
     rows = []
     for pool in pools:
@@ -210,6 +215,7 @@ def pool_list(
                 "node_set": sorted(id_names[int(key)] for key in gpu.node_set if int(key) in id_names),
                 "gpu": gpu.as_dict(),
                 **({"backend_id": pool.backend_id} if with_ids else {}),
+                **({"summary": summaries.get(pool.name, EMPTY_NODE_SUMMARY)} if with_summary else {}),
                 **(
                     {
                         "id": pool.pk,
@@ -287,6 +293,10 @@ def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
     ]
 
 
+POOL_LIST_BACKEND_COLUMNS = ("backend__name", "backend__last_heartbeat", "backend__default_pool")
+EMPTY_NODE_SUMMARY = {"nodes": {}, "platforms": {}}  # a pool whose node set is empty
+
+
 def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
     """Per pool name: node counts by ``NodeStatus`` and free GPUs by product per platform.
 
@@ -295,9 +305,13 @@ def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
     GPU product label: ``max(0, gpu - used)`` per node, summed.
     """
     rows = list(Pool.objects.filter(name__in=list(pool_names)).values_list("id", "name", "backend_id"))
-    pools = {pool_id: name for pool_id, name, _ in rows}
+    return _node_summary({pool_id: name for pool_id, name, _ in rows}, node_groups({b for _, _, b in rows}))
+
+
+def _node_summary(pools: dict[int, str], groups: list[NodeGroup]) -> dict[str, dict]:
+    """``pool_node_summary`` of these pools (id -> name) from their backends' ``node_groups``."""
     summary: dict[str, dict] = {}
-    for group in node_groups({backend_id for _, _, backend_id in rows}):
+    for group in groups:
         state = NodeStatus.of(available=group.available, cordoned=group.cordoned).value
         for pool_id in group.pool_ids & pools.keys():
             entry = summary.setdefault(pools[pool_id], {"nodes": dict.fromkeys(NodeStatus.values, 0), "platforms": {}})

@@ -6,12 +6,15 @@ The node table (``resource_index`` → ``resource_numbers``) is what the nodes p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
+from itertools import islice
 from typing import NamedTuple
 
-from django.db.models import Count, DecimalField, F, Max, Value
-from django.db.models.functions import Greatest
+from django.db.models import Count, DecimalField, F, Max, Q, Sum, TextField, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from accounts import access
@@ -22,8 +25,10 @@ from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.permissions import LIST_FLEET, VIEW_POOL
 from ..engine.validation import NodeResources, check_request, parse_rules, requested_amounts
 from ..filtersets import NodeFilterSet, filtered
+from ..inventory.records import paused_gc
 from ..models import (
     Backend,
+    Lease,
     Node,
     NodeMembership,
     Platform,
@@ -134,7 +139,7 @@ class NodeTableRow(NamedTuple):
     gpu_product: str
 
 
-def resource_index(*, user, filters: Mapping | None = None) -> list[NodeTableRow]:
+def resource_index(*, user, filters: Mapping | None = None) -> NodeTable:
     """The node table as light tuples: one row per (node, pool, platform) and one per UNUSED node, by name.
 
     The nodes page, ``/api/resources/`` and ``poolctl resource list`` all call this with the parameters they
@@ -159,25 +164,77 @@ def resource_index(*, user, filters: Mapping | None = None) -> list[NodeTableRow
     nodes = filterset.qs.order_by("name").values_list(
         "id", "name", "backend__name", "placements", "available", "unschedulable", "gpu_product"
     )
-    rows = []
-    for node_id, name, backend, placements, available, cordoned, product in nodes:
-        pairs = sorted(
-            (pool_names[p], platform_name) for p, platform_name in placements_pairs(placements) if p in pool_names
-        )
-        kind = resource_type(len({pool_name for pool_name, _ in pairs}))
-        status = NodeStatus.of(available=available, cordoned=cordoned).value
-        for pool_name, platform_name in pairs or [("", "")]:
-            if not pool_name:
-                if not show_unused:
-                    continue
-            elif (
-                pool_name not in visible
-                or (pools and pool_name not in pools)
-                or (platforms and platform_name not in platforms)
-            ):
-                continue
-            rows.append(NodeTableRow(node_id, name, backend, pool_name, platform_name, kind, status, product))
-    return rows
+    # Nodes of the same pools share one placements text: each distinct text is parsed, sorted and filtered once.
+    shown: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    table = NodeTable()
+    with paused_gc():  # thousands of tuples, no cycles: no collector pass over the whole process per thousand
+        for node_id, name, backend, placements, available, cordoned, product in nodes:
+            known = shown.get(placements)
+            if known is None:
+                pairs = sorted(
+                    (pool_names[p], platform) for p, platform in placements_pairs(placements) if p in pool_names
+                )
+                kept = [
+                    (pool_name, platform)
+                    for pool_name, platform in pairs or [("", "")]
+                    if (show_unused if not pool_name else _row_shown(pool_name, platform, visible, pools, platforms))
+                ]
+                known = shown[placements] = (resource_type(len({pool_name for pool_name, _ in pairs})), kept)
+            kind, kept = known
+            if kept:
+                status = NodeStatus.of(available=available, cordoned=cordoned).value
+                table.add((node_id, name, backend, kind, status, product), kept)
+    return table
+
+
+class NodeTable(Sequence):
+    """The node table's rows, made when read: one ``NodeTableRow`` per (node, kept pool and platform).
+
+    A page shows a hundred of a fleet's tens of thousands; the table holds one entry per node (the rows of a
+    node share its pool list) and a running count, so its length and any slice cost no row not read.
+    """
+
+    def __init__(self):
+        self._nodes: list[tuple[tuple, list[tuple[str, str]]]] = []
+        self._ends: list[int] = []  # rows up to and including each node's
+
+    def add(self, node: tuple, pairs: list[tuple[str, str]]) -> None:
+        self._nodes.append((node, pairs))
+        self._ends.append((self._ends[-1] if self._ends else 0) + len(pairs))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __iter__(self) -> Iterator[NodeTableRow]:
+        for (node_id, name, backend, kind, status, product), pairs in self._nodes:
+            for pool_name, platform in pairs:
+                yield NodeTableRow(node_id, name, backend, pool_name, platform, kind, status, product)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return list(self)[index]
+            return list(islice(self._rows_from(start), max(0, stop - start)))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("node table index out of range")
+        return next(self._rows_from(index))
+
+    def _rows_from(self, start: int) -> Iterator[NodeTableRow]:
+        """The rows from position ``start`` on."""
+        position = bisect_right(self._ends, start)  # the node holding row ``start``
+        skip = start - (self._ends[position - 1] if position else 0)
+        for (node_id, name, backend, kind, status, product), pairs in self._nodes[position:]:
+            for pool_name, platform in pairs[skip:]:
+                yield NodeTableRow(node_id, name, backend, pool_name, platform, kind, status, product)
+            skip = 0
+
+
+def _row_shown(pool_name: str, platform_name: str, visible: set[str], pools, platforms) -> bool:
+    """Whether the node table shows a (pool, platform) row: a pool the user sees, among the named pools, platforms."""
+    return pool_name in visible and (not pools or pool_name in pools) and (not platforms or platform_name in platforms)
 
 
 def node_filter_choices(*, user) -> dict[str, list[str]]:
@@ -254,9 +311,11 @@ def node_mig_usage(nodes: list[Node]) -> dict[int, dict[str, dict]]:
     }
     if not mig_nodes:
         return result
+    # By node name alone, the backend checked below: asked for both, a planner walks every pod of the backend.
     pods = (
-        Pod.objects.filter(backend_id__in={b for b, _ in mig_nodes}, node_name__in={n for _, n in mig_nodes})
+        Pod.objects.filter(node_name__in={n for _, n in mig_nodes})
         .exclude(mig_devices={})
+        .order_by()
         .values_list("backend_id", "node_name", "mig_devices")
     )
     for backend_id, node_name, devices in pods:
@@ -322,6 +381,16 @@ def pool_names_visible(*, user) -> list[str]:
     return sorted(name for _, name in visible_pool_ids(user).values())
 
 
+def pool_platform_names(*, user) -> dict[str, list[str]]:
+    """The platforms of each pool ``user`` may see, by pool name (``default`` for a pool without platforms), sorted;
+    one query besides the visibility, no pool document read (the what-if page's choices)."""
+    seen = visible_pool_ids(user)
+    names: dict[str, list[str]] = {name: [] for _, name in seen.values()}
+    for pool_id, platform in Platform.objects.filter(pool_id__in=list(seen)).values_list("pool_id", "name"):
+        names[seen[pool_id][1]].append(platform)
+    return {pool: sorted(platforms) or [DEFAULT_PLATFORM] for pool, platforms in sorted(names.items())}
+
+
 def utilization_read_at(*, user):
     """When GPU utilization was last read on a backend of the pools ``user`` may see (None: never)."""
     seen = visible_pool_ids(user)
@@ -330,20 +399,34 @@ def utilization_read_at(*, user):
 
 
 def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:
-    """The pool's non-terminated pods grouped by namespace and user: running, pending and their GPUs (one query)."""
-    groups: dict[tuple[str, str], dict] = {}
-    pods = Pod.objects.filter(backend_id=pool.backend_id, pool_name=pool.name)
-    for namespace, labels, phase, gpu in pods.values_list("namespace", "labels", "phase", "gpu"):
-        user = (labels or {}).get(user_label, "")
-        group = groups.setdefault(
-            (namespace, user), {"namespace": namespace, "user": user, "running": 0, "pending": 0, "gpu": Decimal(0)}
-        )
-        if phase == "Pending":
-            group["pending"] += 1
-        else:
-            group["running"] += 1
-        group["gpu"] += gpu
-    return [{**group, "gpu": float(group["gpu"])} for _, group in sorted(groups.items())]
+    """The pool's non-terminated pods grouped by namespace and user: running, pending and their GPUs.
+
+    One grouped query: the user is read out of the labels by the database, so no pod's labels are decoded here.
+    The pods are found by their pool label alone and their backend checked on the groups: asked for both, the
+    planners (SQLite's always, PostgreSQL's before an ANALYZE) walk every pod of the backend instead.
+    """
+    pending = Q(phase="Pending")
+    rows = (
+        Pod.objects.filter(pool_name=pool.name)
+        .annotate(user=Coalesce(KeyTextTransform(user_label, "labels"), Value(""), output_field=TextField()))
+        .values("backend_id", "namespace", "user")
+        .annotate(running=Count("id", filter=~pending), pending=Count("id", filter=pending), gpu=Sum("gpu"))
+        .order_by()
+    )
+    return sorted(
+        (
+            {
+                "namespace": row["namespace"],
+                "user": row["user"],
+                "running": row["running"],
+                "pending": row["pending"],
+                "gpu": float(row["gpu"] or 0),
+            }
+            for row in rows
+            if row["backend_id"] == pool.backend_id
+        ),
+        key=lambda row: (row["namespace"], row["user"]),
+    )
 
 
 def node_details(node_ids: Iterable[int]) -> dict[int, dict]:
@@ -389,6 +472,16 @@ def memberships_visible(*, user):
 def backends_to_sync():
     """The backends that have an inventory to read: every kind but a ``file`` backend without a file."""
     return Backend.objects.exclude(kind=BackendKind.FILE, source="")
+
+
+def backends_to_watch() -> list[Backend]:
+    """The live backends (every kind but ``file``) whose watch lease nobody holds now, by name."""
+    held = Lease.objects.filter(name__startswith="watch:", expires_at__gte=timezone.now()).values_list(
+        "name", flat=True
+    )
+    held_ids = {int(name.split(":", 1)[1]) for name in held if name.split(":", 1)[1].isdigit()}
+    live = backends_to_sync().exclude(kind=BackendKind.FILE).order_by("name")
+    return [backend for backend in live if backend.pk not in held_ids]
 
 
 def backend_get(name: str, *, user) -> Backend:

@@ -2,6 +2,7 @@
 
 - ``config``: config changes, history, rollback, tags, built-ins, generated pool roles
 - ``inventory``: membership, full sync, watch events, leases
+- ``watching``: bounded watches of the live backends, as the Celery task ``watch_backend`` runs them
 - ``labels``: gpuctl's label pools and node labels, written to the cluster (all or nothing)
 - ``usage``: usage samples and their compaction
 - ``utilization``: GPU utilization rounds (Prometheus or the simulated exporter), idle GPUs, GPU-hours
@@ -50,6 +51,7 @@ from .utilization import (
     utilization_record,
     utilization_record_all,
 )
+from .watching import WatchBusy, backend_watch_for, watch_task_seconds
 
 __all__ = [
     "UtilizationBusy",
@@ -68,6 +70,9 @@ __all__ = [
     "backend_sync_now",
     "backend_to_sync",
     "backend_watch",
+    "backend_watch_for",
+    "watch_task_seconds",
+    "WatchBusy",
     "builtins_restore",
     "PoolBusy",
     "label_pool_apply",

@@ -3,7 +3,8 @@
 A full sync and a watch apply their changes through the same upsert path; both compare an object's
 version (``resourceVersion`` from a live API, a digest otherwise) with the stored one and write only
 what changed, in one transaction. Membership is recomputed only for the nodes that changed, since
-pods never change membership.
+pods never change membership. A resync of a Kubernetes backend lists only names and versions and reads
+just the objects that changed (``_read``), then writes through the same path as a full sync.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
@@ -421,7 +423,8 @@ def backend_sync(*, backend: Backend, source=None) -> dict:
     watch listing again): the lease ``sync:<id>`` is taken here, and ``SyncBusy`` raised while another
     holder has it. Only objects whose version changed are written, then membership of the changed nodes.
     On a source error nothing changes but ``last_sync_error``, and the InventoryError is raised again.
-    Returns counts and the lists' ``resource_versions`` (where a watch continues).
+    Returns counts, ``listing`` (``"full"`` or ``"metadata"``, see ``_read``) and the lists'
+    ``resource_versions`` (where a watch continues).
     """
     lease, owner = f"sync:{backend.pk}", lease_owner()
     if not lease_acquire(name=lease, owner=owner, seconds=SYNC_LEASE_SECONDS):
@@ -435,12 +438,12 @@ def backend_sync(*, backend: Backend, source=None) -> dict:
 def _sync(backend: Backend, source) -> dict:
     started = time.monotonic()
     try:
-        inventory = (source or inventory_source(backend)).list_inventory()
+        listed = _read(backend, source or inventory_source(backend))
     except InventoryError as exc:
         Backend.objects.filter(pk=backend.pk).update(last_sync_error=str(exc))
         raise
     with transaction.atomic():
-        counts = _apply_inventory(backend, inventory)
+        counts = {**_apply_listed(backend, listed), "listing": listed.how}
         duration = round(time.monotonic() - started, 3)
         _mark_contact(
             backend,
@@ -449,22 +452,110 @@ def _sync(backend: Backend, source) -> dict:
             last_sync_duration=duration,
             last_sync_counts=counts,
         )
-    for warning in inventory.warnings[:20]:
+    for warning in listed.warnings[:20]:
         logger.warning("backend %s: %s", backend.name, warning)
-    return {**counts, "duration": duration, "resource_versions": inventory.resource_versions}
+    return {**counts, "duration": duration, "resource_versions": listed.resource_versions}
 
 
-def _apply_inventory(backend: Backend, inventory: Inventory) -> dict:
-    """Write the objects whose version differs from the stored one, delete those no longer listed."""
-    warnings = inventory.warnings
-    trusted = inventory.trusted_versions
-    listed_nodes, listed_pods = inventory.keyed_nodes(), inventory.keyed_pods()
+@dataclass
+class Listed:
+    """What a sync read, by kind: ``{key: (version, object)}`` of every node and non-terminated pod.
+
+    The object is None where a metadata listing showed the stored version: it is known unchanged and was
+    not read. ``how`` is ``"full"`` (every object read) or ``"metadata"`` (versions listed, changes read).
+    """
+
+    nodes: dict
+    pods: dict
+    warnings: list
+    trusted: bool
+    resource_versions: dict
+    how: str
+
+
+# A metadata resync GETs each changed object; past min(MAX, max(MIN, SHARE x listed)) reads it lists in full.
+MAX_OBJECT_READS = 5000
+MIN_OBJECT_READS = 50
+OBJECT_READS_SHARE = 0.05
+
+
+def _read(backend: Backend, source) -> Listed:
+    """Read the inventory: in full, or (a resync of a source that can) only what changed since the last sync.
+
+    The first sync, and sources without ``list_versions`` (files, simulated fleets), list everything. A
+    resync lists only keys and versions, compares them with the stored ones and GETs the new and changed
+    objects; keys stored but no longer listed are gone, and so is an object deleted before its GET.
+    Past ``max(50, 5 % of the listed objects)`` reads, capped at 5,000, it lists everything instead. On the
+    benchmark's stand-in API server a GET costs ~0.8 ms and a full resync ~60 µs per listed pod, so GETs
+    stop paying at ~7 % changed; 5 % leaves a margin, 5,000 GETs (~4 s) bound the worst case, and below 50
+    reads the metadata path wins however small the cluster.
+    """
+    if not hasattr(source, "list_versions") or not _has_inventory(backend):
+        return _listed_in_full(source.list_inventory())
+    listing = source.list_versions()
+    wanted_nodes = _changed_keys(listing.nodes, _stored_versions(Node, backend, ("name",)))
+    wanted_pods = _changed_keys(listing.pods, _stored_versions(Pod, backend, ("namespace", "name")))
+    reads, total = len(wanted_nodes) + len(wanted_pods), len(listing.nodes) + len(listing.pods)
+    if reads > min(MAX_OBJECT_READS, max(MIN_OBJECT_READS, total * OBJECT_READS_SHARE)):
+        return _listed_in_full(source.list_inventory())
+    read = source.read_objects(wanted_nodes, wanted_pods)
+    return Listed(
+        nodes=_merged(listing.nodes, wanted_nodes, read.keyed_nodes()),
+        pods=_merged(listing.pods, wanted_pods, read.keyed_pods()),
+        warnings=read.warnings,
+        trusted=read.trusted_versions,
+        resource_versions=listing.resource_versions,
+        how="metadata",
+    )
+
+
+def _listed_in_full(inventory: Inventory) -> Listed:
+    nodes, pods = inventory.keyed_nodes(), inventory.keyed_pods()
+    return Listed(
+        nodes=nodes,
+        pods=pods,
+        warnings=inventory.warnings,
+        trusted=inventory.trusted_versions,
+        resource_versions=inventory.resource_versions,
+        how="full",
+    )
+
+
+def _has_inventory(backend: Backend) -> bool:
+    return Node.objects.filter(backend=backend).exists() or Pod.objects.filter(backend=backend).exists()
+
+
+def _changed_keys(versions: dict, stored: dict) -> list:
+    return [key for key, version in versions.items() if stored.get(key) != version]
+
+
+def _merged(versions: dict, wanted: list, read: dict) -> dict:
+    """Listed versions, without objects, for what was not read; the read objects for what was.
+
+    A wanted key missing from ``read`` was deleted (or, a pod, terminated) after the listing: it is left
+    out, so it counts as gone.
+    """
+    wanted_keys = set(wanted)
+    merged = {key: (version, None) for key, version in versions.items() if key not in wanted_keys}
+    merged.update(read)
+    return merged
+
+
+def _apply_listed(backend: Backend, listed: Listed) -> dict:
+    """Write the objects whose version differs from the stored one, delete those no longer listed.
+
+    Versions are read again here, inside the transaction: a watch may have written since ``_read``. A
+    listed object that was not read (None) and whose stored version moved meanwhile is left as it is.
+    """
+    warnings = listed.warnings
+    trusted = listed.trusted
+    listed_nodes, listed_pods = listed.nodes, listed.pods
     counts = {"nodes": len(listed_nodes), "pods": len(listed_pods)}
 
     stored = _stored_versions(Node, backend, ("name",))
     rows = []
     for name, (version, obj) in listed_nodes.items():
-        if stored.get(name) != version:
+        if obj is not None and stored.get(name) != version:
             record = node_record(obj, warnings, trust_resource_version=trusted)
             if record:
                 rows.append(_node_row(record))
@@ -483,7 +574,7 @@ def _apply_inventory(backend: Backend, inventory: Inventory) -> dict:
     stored = _stored_versions(Pod, backend, ("namespace", "name"))
     rows = []
     for key, (version, obj) in listed_pods.items():
-        if stored.get(key) != version:
+        if obj is not None and stored.get(key) != version:
             record = pod_record(obj, warnings, trust_resource_version=trusted)
             if record:
                 rows.append(_pod_row(record, backend))

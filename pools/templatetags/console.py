@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import lru_cache
+from html import escape
 from itertools import zip_longest
 from urllib.parse import quote
 
 from django import template
+from django.template.defaultfilters import title, truncatechars
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
@@ -147,32 +149,22 @@ def gpu_bar(gpu: dict, shared: bool = False) -> str:
     label = LEVEL_LABELS[level]
     marker = ""
     if capacity and 0 < quota < capacity:
-        marker = format_html(
-            '<div class="quota" style="left: calc({}% - 1px)" title="quota: {} GPUs"></div>',
-            round(100 * quota / capacity, 1),
-            quota,
+        marker = (
+            f'<div class="quota" style="left: calc({round(100 * quota / capacity, 1)}% - 1px)" '
+            f'title="quota: {escape(str(quota))} GPUs"></div>'
         )
-    badge = ""
-    if level != "ok":
-        badge = format_html('<div class="small"><span class="badge {}">{}</span></div>', level, label)
-    return format_html(
-        '<div class="gpu-bar {level}" role="img" aria-label="{used} of {capacity} GPUs used, {free} free, quota {quota}'
-        ' ({label})"><div class="track"><div class="fill" style="width: {width}%"></div>{marker}</div>'
-        '<div class="legend"><span><strong>{used_text}</strong> used</span>'
-        '<span class="{free_class}">{free_text} free</span><span>{capacity_text} total</span></div>{badge}</div>',
-        level=level,
-        used=gpu.get("total_usage"),
-        capacity=gpu.get("total_capacity"),
-        free=gpu.get("total_free"),
-        quota=quota,
-        label=label,
-        width=round(100 * used / capacity, 1) if capacity else 0,
-        marker=marker,
-        used_text=count(gpu.get("total_usage")),
-        free_class="free" if gpu.get("total_free") else "zero",
-        free_text=count(gpu.get("total_free")),
-        capacity_text=count(gpu.get("total_capacity")),
-        badge=badge,
+    badge = f'<div class="small"><span class="badge {level}">{escape(label)}</span></div>' if level != "ok" else ""
+    total_usage, total_free, total = gpu.get("total_usage"), gpu.get("total_free"), gpu.get("total_capacity")
+    width = round(100 * used / capacity, 1) if capacity else 0
+    # f-strings, not format_html: the overview draws 200 bars every few seconds. Every value is a number or one of
+    # this module's words, escaped all the same.
+    return mark_safe(
+        f'<div class="gpu-bar {level}" role="img" aria-label="{escape(str(total_usage))} of {escape(str(total))} GPUs'
+        f' used, {escape(str(total_free))} free, quota {escape(str(quota))} ({escape(label)})">'
+        f'<div class="track"><div class="fill" style="width: {width}%"></div>{marker}</div>'
+        f'<div class="legend"><span><strong>{count(total_usage)}</strong> used</span>'
+        f'<span class="{"free" if total_free else "zero"}">{count(total_free)} free</span>'
+        f"<span>{count(total)} total</span></div>{badge}</div>"
     )
 
 
@@ -266,3 +258,91 @@ def node_pool_cell(row: dict, cell: tuple) -> str:
     if numeric:
         return format_html('<td class="num">{}</td>', text)
     return format_html("<td>{}</td>", text)
+
+
+@lru_cache(maxsize=16)
+def _route_template(route: str) -> str:
+    return reverse(route, args=["NAME"])
+
+
+@register.simple_tag
+def route_url(route: str, name: str) -> str:
+    """``{% url route name %}`` for a route taking one name, without resolving the URLconf per row."""
+    return _route_template(route).replace("NAME", quote(name, safe=""), 1)
+
+
+@register.simple_tag
+def node_tags(row: dict) -> str:
+    """The node table's "labels and taints" cell. Built here, not in the template, and escaped with the standard
+    library's ``html.escape`` rather than ``format_html`` per tag: a node has dozens of labels and a page a hundred
+    nodes, and the per-tag machinery was half of the page's time."""
+    labels, taints = row["labels"], row["taints"]
+    summary = f"{len(labels)} labels"
+    if taints:
+        summary += f", {len(taints)} taint{'' if len(taints) == 1 else 's'}"
+    parts = [f'<details><summary class="small">{summary}</summary>\n']
+    for taint in taints:
+        value = f"={taint['value']}" if taint.get("value") else ""
+        parts.append(
+            '<span class="tag" style="background:var(--near-soft)">'
+            f"{escape(str(taint.get('key', '')) + value)}:{escape(str(taint.get('effect', '')))}</span>"
+        )
+    parts.append("\n")
+    parts.extend(f'<span class="tag">{escape(str(key))}={escape(str(value))}</span>' for key, value in labels.items())
+    parts.append("</details>")
+    return mark_safe("".join(parts))  # every text above is escaped
+
+
+@register.simple_tag
+def node_counts(counts: dict) -> str:
+    """Nodes by status (``NodeStatus``): the available count, then the others when there are any."""
+    text = f"{count(counts.get('available') or 0)} available"
+    for status in ("unavailable", "cordoned"):
+        if counts.get(status):
+            text += f' <span class="badge {status}">{count(counts[status])} {status}</span>'
+    return mark_safe(text)  # numbers and fixed words only
+
+
+NO_GPUS = '<span class="zero">no GPUs</span>'
+NO_NODES_SELECTED = '<span class="muted small">no nodes selected</span>'
+SHARES_SHOWN = 5  # pools a shared pool's row names; the badge's title names them all
+
+
+@register.simple_tag
+def pool_row(row: dict) -> str:
+    """One ``<tr>`` of the overview's pool table, built in Python with every text escaped: the page draws 200 of
+    them every few seconds, and the template's per-variable machinery cost more than the data behind them."""
+    name, gpu, summary = row["name"], row["gpu"], row["summary"]
+    link = escape(pool_url(name))
+    head = f'<a href="{link}"><strong>{escape(name)}</strong></a>'
+    shares = ""
+    if row["shared"]:
+        others = row["shares_with"]
+        head += f' <span class="badge shared" title="Shares nodes with {escape(", ".join(others))}">shared</span>'
+        named = ", ".join(f'<a href="{escape(pool_url(other))}">{escape(other)}</a>' for other in others[:SHARES_SHOWN])
+        more = f" and {len(others) - SHARES_SHOWN} more" if len(others) > SHARES_SHOWN else ""
+        shares = f'<div class="small muted">shares nodes with {named}{more}</div>'
+    about = escape(row["backend"])
+    if row.get("description"):
+        about += f" · {escape(truncatechars(row['description'], 70))}"
+    platforms = []
+    for platform, info in summary["platforms"].items():
+        products = " ".join(
+            f'<span class="product {"free" if free else "zero"}">{count(free)} × {escape(product)}</span>'
+            for product, free in info["free_by_product"].items()
+        )
+        platforms.append(
+            f'<div class="small"><span class="muted">{escape(platform)}:</span> {products or NO_GPUS}</div>'
+        )
+    status = escape(row["status"])
+    quota_free = gpu.get("quota_free") or 0
+    return mark_safe(
+        f'<tr data-pool="{escape(name)}">'
+        f'<td>{head}<div class="muted small">{about}</div>{shares}</td>'
+        f'<td><span class="badge {status.lower()}">{escape(title(row["status"]))}</span></td>'
+        f"<td>{gpu_bar(gpu, row['shared'])}</td>"
+        f'<td class="num">{count(gpu.get("quota_used"))} / {count(gpu.get("quota_limit"))}'
+        f'<div class="small {"free" if quota_free > 0 else "zero"}">{count(gpu.get("quota_free"))} free</div></td>'
+        f"<td>{''.join(platforms) or NO_NODES_SELECTED}</td>"
+        f'<td class="nodes-counts small">{node_counts(summary["nodes"] or {})}</td></tr>'
+    )

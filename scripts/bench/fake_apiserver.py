@@ -1,7 +1,8 @@
 """A fake kube-apiserver on 127.0.0.1 serving Nodes and Pods in Kubernetes wire format (JSON), for benchmarks.
 
 Enough of the API for the official ``kubernetes`` client: paginated lists (``limit``/``continue``), field and
-label selectors, watches (chunked newline-delimited JSON with bookmarks, 410 Expired, ``timeoutSeconds``),
+label selectors, metadata-only lists (``Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1``),
+watches (chunked newline-delimited JSON with bookmarks, 410 Expired, ``timeoutSeconds``),
 GET of single objects and PATCH (merge, strategic-merge as merge, JSON patch). The benchmark driver changes the
 cluster through a thread-safe Python API in the same process::
 
@@ -45,6 +46,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 KINDS = {"pod": "Pod", "pods": "Pod", "node": "Node", "nodes": "Node"}
+METADATA_LIST = "as=PartialObjectMetadataList"  # in an Accept header: answer with metadata only
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 WRITE_BATCH = 1 << 20  # bytes per socket write of a list body
 
@@ -551,9 +553,14 @@ class FakeApiServer:
     # -- serving (called from handler threads)
 
     def list_page(
-        self, kind: str, limit: int, token: str | None, predicate: Callable[[dict], bool] | None
+        self,
+        kind: str,
+        limit: int,
+        token: str | None,
+        predicate: Callable[[dict], bool] | None,
+        metadata_only: bool = False,
     ) -> tuple[list[bytes], dict]:
-        """One page: the items' JSON and the list metadata."""
+        """One page: the items' JSON (as PartialObjectMetadata with ``metadata_only``) and the list metadata."""
         store = self._stores[kind]
         list_rv = None
         after = None
@@ -590,6 +597,8 @@ class FakeApiServer:
             meta["continue"] = base64.urlsafe_b64encode(_dumps({"rv": int(list_rv), "start": last_key})).decode()
             if predicate is None:  # like the API server: with a selector the count is unknown
                 meta["remainingItemCount"] = remaining
+        if metadata_only:
+            return [_partial(entry.obj) for entry in picked], meta
         return [entry.bytes() for entry in picked], meta
 
     def watch_start(self, kind: str, rv_text: str | None, predicate) -> tuple[int, list[bytes] | None, int]:
@@ -652,6 +661,11 @@ class FakeApiServer:
                 self._connections.add(conn)
             else:
                 self._connections.discard(conn)
+
+
+def _partial(obj: dict) -> bytes:
+    """An object as a PartialObjectMetadata item: its metadata only."""
+    return _dumps({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
 
 
 class _HttpError(Exception):
@@ -749,8 +763,12 @@ class _Handler(BaseHTTPRequestHandler):
             limit = int(query.get("limit") or 0)
         except ValueError:
             raise _HttpError(400, "BadRequest", "invalid limit")
-        items, meta = self.api.list_page(kind, limit, query.get("continue"), predicate)
-        head = _dumps({"kind": f"{kind}List", "apiVersion": "v1", "metadata": meta})[:-1] + b',"items":['
+        metadata_only = METADATA_LIST in (self.headers.get("Accept") or "")
+        items, meta = self.api.list_page(kind, limit, query.get("continue"), predicate, metadata_only)
+        list_kind, api_version = (
+            ("PartialObjectMetadataList", "meta.k8s.io/v1") if metadata_only else (f"{kind}List", "v1")
+        )
+        head = _dumps({"kind": list_kind, "apiVersion": api_version, "metadata": meta})[:-1] + b',"items":['
         total = len(head) + sum(len(item) for item in items) + max(len(items) - 1, 0) + 2
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-"""A real Celery worker with Redis runs the sync task against the test's PostgreSQL database."""
+"""A real Celery worker with Redis runs the sync and watch tasks against the test's PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from django.db import connection
 from kube_objects import node, pod
 from service_checks import service_unavailable
 
+from pools.choices import ConfigType
 from pools.models import Backend, Node, Pod
 
 pytestmark = pytest.mark.services
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+WATCH_SECONDS = 3
 
 
 def redis_available() -> bool:
@@ -49,6 +51,7 @@ def worker(transactional_db, inventory_dir):
         "CELERY_BROKER_URL": BROKER,
         "CELERY_RESULT_BACKEND": BROKER,
         "GPUPOOL_INVENTORY_DIR": str(inventory_dir),  # where the test's backends' files are
+        "GPUPOOL_WATCH_TASK_SECONDS": str(WATCH_SECONDS),  # a watch task returns after this long
     }
     process = subprocess.Popen(
         [
@@ -104,3 +107,59 @@ def test_a_second_sync_of_the_same_backend_is_skipped_while_one_holds_the_lease(
     assert services.lease_acquire(name=f"sync:{backend.pk}", owner="someone-else", seconds=60)
     result = worker.send_task("pools.tasks.sync_backend", args=[backend.pk]).get(timeout=60)
     assert result == {"skipped": f"backend '{backend.name}' is already being synced; this sync did not start"}
+
+
+def test_the_worker_watches_a_live_backend_for_a_bounded_time(worker, actor):
+    from pools import services
+
+    services.config_apply(
+        changes={ConfigType.BACKEND: {"sim": {"kind": "simulated", "seed": 3, "size": 30}}}, actor=actor
+    )
+    backend = Backend.objects.get(name="sim")
+
+    started = time.monotonic()
+    result = worker.send_task("pools.tasks.watch_backend", args=[backend.pk]).get(timeout=60)
+
+    assert result["backend"] == "sim" and result["watched"] >= WATCH_SECONDS, result
+    assert result["last_sync_at"] and result["last_sync_error"] == "", result
+    assert Node.objects.filter(backend=backend).count() == 30
+    assert Backend.objects.get(pk=backend.pk).last_sync_at is not None
+    assert time.monotonic() - started < 60
+    # The watch let go of its lease when it returned: the next one (beat's next round) can start at once.
+    assert services.lease_acquire(name=f"watch:{backend.pk}", owner="next", seconds=60)
+
+
+def test_a_watch_task_is_skipped_at_once_while_another_worker_watches_the_backend(worker, actor):
+    from pools import services
+
+    services.config_apply(
+        changes={ConfigType.BACKEND: {"sim": {"kind": "simulated", "seed": 3, "size": 30}}}, actor=actor
+    )
+    backend = Backend.objects.get(name="sim")
+    assert services.lease_acquire(name=f"watch:{backend.pk}", owner="someone-else", seconds=60)
+
+    result = worker.send_task("pools.tasks.watch_backend", args=[backend.pk]).get(timeout=60)
+
+    assert result == {"skipped": "backend 'sim' is already being watched; this watch did not start"}
+    assert not Node.objects.filter(backend=backend).exists()
+
+
+def test_beats_round_queues_a_watch_that_the_worker_then_runs(worker, actor, cluster):
+    from pools import services
+
+    cluster([node("n1")])  # a file backend: synced, never watched
+    services.config_apply(
+        changes={ConfigType.BACKEND: {"sim": {"kind": "simulated", "seed": 3, "size": 30}}}, actor=actor
+    )
+    backend = Backend.objects.get(name="sim")
+
+    assert worker.send_task("pools.tasks.watch_all_backends").get(timeout=60) == 1
+
+    deadline = time.monotonic() + 60
+    while Node.objects.filter(backend=backend).count() < 30 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert Node.objects.filter(backend=backend).count() == 30
+    # The watch task returns after WATCH_SECONDS and lets go of its lease.
+    while not services.lease_acquire(name=f"watch:{backend.pk}", owner="next", seconds=60):
+        assert time.monotonic() < deadline, "the watch did not end"
+        time.sleep(0.2)

@@ -5,7 +5,7 @@ import json
 from kube_objects import node, pod
 
 from pools.inventory.records import node_record, pod_record
-from pools.inventory.wire import decode_event, decode_list
+from pools.inventory.wire import decode_event, decode_list, decode_versions
 
 
 def test_a_list_page_decodes_to_the_same_records_as_full_json():
@@ -36,3 +36,16 @@ def test_watch_lines_keep_errors_and_bookmarks_whole():
     assert decode_event("pods", json.dumps(error).encode()) == error
     added = decode_event("pods", json.dumps({"type": "ADDED", "object": pod("p", node="n1", gpu=2)}).encode())
     assert added["type"] == "ADDED" and pod_record(added["object"], []).gpu == 2
+
+
+def test_a_metadata_list_decodes_to_keys_and_versions_even_when_empty():
+    item = {"kind": "PartialObjectMetadata", "metadata": {"name": "p", "resourceVersion": "7", "labels": {"a": "b"}}}
+    page = {"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "9", "continue": "c"}, "items": [item]}
+    assert decode_versions("pods", json.dumps(page).encode()) == (
+        {("default", "p"): "7"},
+        "PartialObjectMetadataList",
+        "9",
+        "c",
+    )
+    empty = {"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "9"}, "items": None}
+    assert decode_versions("nodes", json.dumps(empty).encode()) == ({}, "PartialObjectMetadataList", "9", "")

@@ -1,0 +1,74 @@
+"""Bounded watches, as Celery runs them: one task watches one live backend for a while, then returns.
+
+Beat's ``watch_all_backends`` queues a ``watch_backend`` task for every live backend (``kubernetes`` or
+``simulated``: a ``file`` backend has no watch) whose lease ``watch:<id>`` nobody holds; the task runs
+``backend_watch_for``, which takes that lease first (``WatchBusy`` at once when another holder has it, so a
+worker slot is never spent waiting for it), then runs ``backend_watch`` until its time is up. A worker is
+therefore never busy for longer than ``GPUPOOL["WATCH_TASK_SECONDS"]`` (a deploy can roll), and a watch
+that ended or died is started again by the next beat.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.conf import settings
+
+from pools.inventory.records import InventoryError
+from pools.models import Backend
+
+from .inventory import backend_watch, lease_acquire, lease_owner, lease_release
+
+# backend_watch's own default: renewed every third of it while watching; a dead holder's lease frees itself after it.
+WATCH_LEASE_SECONDS = 60
+
+
+class WatchBusy(InventoryError):
+    """Another holder watches the backend; this watch did not start."""
+
+
+def watch_lease(backend_id: int) -> str:
+    return f"watch:{backend_id}"
+
+
+def watch_task_seconds() -> float:
+    return float(settings.GPUPOOL.get("WATCH_TASK_SECONDS", 300))
+
+
+def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float = WATCH_LEASE_SECONDS) -> dict:
+    """Watch ``backend`` (``backend_watch``: list, then apply its events) for ``seconds``, then return.
+
+    Raises ``WatchBusy`` at once while another holder has the lease ``watch:<id>``. Returns how long it
+    watched, the batches and node and pod changes it applied, and the backend's sync state at the end.
+    """
+    lease, owner = watch_lease(backend.pk), lease_owner()
+    if not lease_acquire(name=lease, owner=owner, seconds=lease_seconds):
+        raise WatchBusy(f"backend '{backend.name}' is already being watched; this watch did not start")
+    applied = {"batches": 0, "nodes": 0, "pods": 0}
+
+    def count(counts: dict) -> None:
+        applied["batches"] += 1
+        applied["nodes"] += counts.get("nodes", 0)
+        applied["pods"] += counts.get("pods", 0)
+
+    stop = threading.Event()
+    timer = threading.Timer(seconds, stop.set)
+    timer.daemon = True
+    started = time.monotonic()
+    timer.start()
+    try:
+        backend_watch(backend=backend, stop=stop, owner=owner, lease_seconds=lease_seconds, on_batch=count)
+    finally:
+        timer.cancel()
+        stop.set()
+        lease_release(name=lease, owner=owner)  # backend_watch releases it too, unless it raised
+    state = Backend.objects.filter(pk=backend.pk).values("last_sync_at", "last_sync_error").first() or {}
+    last_sync_at = state.get("last_sync_at")
+    return {
+        "backend": backend.name,
+        "watched": round(time.monotonic() - started, 3),
+        **applied,
+        "last_sync_at": last_sync_at.isoformat() if last_sync_at else None,
+        "last_sync_error": state.get("last_sync_error", ""),
+    }
