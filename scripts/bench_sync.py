@@ -5,12 +5,14 @@ On PostgreSQL, in one run, it measures:
 - the first full sync (wall time, peak RSS of this process), through the product's Kubernetes source;
 - a resync after 1 % of the pods changed;
 - the watch: pod events at 1,000/s for 20 s, the rate applied and the latency from an event's creation
-  to the moment a reader of the pool list sees it (commit time plus a pool-list query);
+  to the moment a reader of the pool list sees it (commit time plus a pool-list query), end to end and
+  the product's part alone (from the moment the watch received the event);
 - the naive way: the official client's typed ``list_pod_for_all_namespaces()`` / ``list_node()``, and
   row-by-row ORM saves (timed on a sample and scaled to the whole cluster).
 
 The fake API server (scripts/bench/fake_apiserver.py) runs in a child process so its memory and CPU are
-not counted as the product's.
+not counted as the product's, at niceness 10 (``--server-nice``) so that it takes less of the two cores
+from the product. The load average is printed before and after; run it three times for a median.
 
     make bench-sync            # or: .venv/bin/python scripts/bench_sync.py [--nodes N --pods N] [--skip-naive]
 """
@@ -41,9 +43,16 @@ EMITTED = "bench.example.com/emitted-at"
 # --- the API server process ---------------------------------------------------------------------------------
 
 
-def serve(connection, nodes: int, pods: int, seed: int) -> None:
-    """Child process: generate the cluster, serve it, and run the driver's commands."""
+def serve(connection, nodes: int, pods: int, seed: int, niceness: int = 0) -> None:
+    """Child process: generate the cluster, serve it, and run the driver's commands.
+
+    ``niceness`` lowers its priority, so that on a small machine it takes less CPU from the product it
+    measures (a real API server runs on machines of its own).
+    """
     from fake_apiserver import FakeApiServer
+
+    if niceness:
+        os.nice(niceness)
 
     from pools.fleet.layouts import POOL_LABEL, pool_cluster
 
@@ -158,6 +167,10 @@ def setup_django(database_url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def percentile(values: list[float], fraction: float) -> float:
     if not values:
         raise SystemExit("no watch event was applied: the watch did not keep up or did not start")
@@ -177,11 +190,17 @@ def main() -> None:
         "--full-resync", action="store_true", help="resync by listing everything (as before metadata-only listing)"
     )
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
+    parser.add_argument(
+        "--server-nice", type=int, default=10, help="the stand-in API server's niceness (0: as the product)"
+    )
     options = parser.parse_args()
+    print(f"load average before: {load_average()} ({os.cpu_count()} CPUs)")
 
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
-    server = context.Process(target=serve, args=(theirs, options.nodes, options.pods, 1), daemon=True)
+    server = context.Process(
+        target=serve, args=(theirs, options.nodes, options.pods, 1, options.server_nice), daemon=True
+    )
     started = time.perf_counter()
     server.start()
     setup_django(options.database_url)
@@ -256,8 +275,10 @@ def main() -> None:
     figures["pool_list"] = statistics.median(reads)
     print(f"pool list (150 pools' accounting) read: median {figures['pool_list'] * 1000:.0f} ms")
 
-    latencies, applied = watch_benchmark(services, backend, source(), ours, options)
+    latencies, product, applied = watch_benchmark(services, backend, source(), ours, options)
     window = options.seconds
+    figures["product_p50"] = percentile(product, 0.5) + figures["pool_list"]
+    figures["product_p95"] = percentile(product, 0.95) + figures["pool_list"]
     figures["watch_rate"] = applied / window
     figures["latency_p50"] = percentile(latencies, 0.5) + figures["pool_list"]
     figures["latency_p95"] = percentile(latencies, 0.95) + figures["pool_list"]
@@ -267,6 +288,12 @@ def main() -> None:
         f"p95 {figures['latency_p95'] * 1000:.0f} ms (commit p95 {percentile(latencies, 0.95) * 1000:.0f} ms "
         f"+ one pool-list read)"
     )
+
+    print(
+        f"  of which the product (received -> visible): p50 {figures['product_p50'] * 1000:.0f} ms, "
+        f"p95 {figures['product_p95'] * 1000:.0f} ms"
+    )
+    print(f"load average after: {load_average()}")
 
     if not options.skip_naive:
         naive = naive_benchmark(context, url, Pod, Node, backend)
@@ -278,11 +305,16 @@ def main() -> None:
 
 
 def watch_benchmark(services, backend, source, connection, options):
-    """Run the product's watch while the server streams pod creations; collect event-to-commit latencies."""
+    """Run the product's watch while the server streams pod creations; collect event-to-commit latencies.
+
+    Returns (emitted -> committed, received -> committed, events applied): the first is end to end (the
+    stand-in server's delivery included), the second the product's part alone.
+    """
     latencies: list[float] = []
+    product: list[float] = []
     received: list[float] = []
     applied = [0]
-    pending: list[list[float]] = []
+    pending: list[tuple[float, list[float]]] = []
 
     class Recording(type(source)):
         def watch(self, resource_versions, stop):
@@ -294,15 +326,16 @@ def watch_benchmark(services, backend, source, connection, options):
                 ]
                 now = time.time()
                 received.extend(now - value for value in emitted if value)
-                pending.append([value for value in emitted if value])
+                pending.append((now, [value for value in emitted if value]))
                 yield batch
 
     recording = Recording(api_client=source._api_client)
 
     def on_batch(counts):
         now = time.time()
-        for emitted in pending:
+        for received_at, emitted in pending:
             latencies.extend(now - value for value in emitted)
+            product.extend(now - received_at for _ in emitted)
             applied[0] += len(emitted)
         pending.clear()
 
@@ -328,7 +361,7 @@ def watch_benchmark(services, backend, source, connection, options):
             f"  event -> received by the watch: p50 {percentile(received, 0.5) * 1000:.0f} ms, "
             f"p95 {percentile(received, 0.95) * 1000:.0f} ms"
         )
-    return latencies, applied[0]
+    return latencies, product, applied[0]
 
 
 def naive_benchmark(context, url, Pod, Node, backend) -> dict:
@@ -375,19 +408,20 @@ def naive_benchmark(context, url, Pod, Node, backend) -> dict:
 
 def summary(figures: dict, options) -> None:
     print()
-    print(f"{'measure':<44} {'figure':>12}  target")
+    print(f"{'measure':<46} {'figure':>12}  target")
     rows = [
-        ("first full sync", f"{figures['first_sync']:.1f} s", "<= 30 s"),
-        ("peak RSS of the syncing process", f"{figures['peak_rss_mb']} MB", "<= 1,500 MB"),
-        ("resync, 1 % of pods changed", f"{figures['resync']:.2f} s", "<= 5 s"),
+        ("first full sync", f"{figures['first_sync']:.1f} s", "<= 15 s"),
+        ("peak RSS of the syncing process", f"{figures['peak_rss_mb']} MB", "<= 1,000 MB"),
+        ("resync, 1 % of pods changed", f"{figures['resync']:.2f} s", "<= 2 s"),
         ("watch events applied per second", f"{figures['watch_rate']:.0f}/s", f">= {options.rate:.0f}/s"),
-        ("event -> pool list shows it, p95", f"{figures['latency_p95'] * 1000:.0f} ms", "<= 1,000 ms"),
+        ("event -> pool list shows it, p95, product", f"{figures['product_p95'] * 1000:.0f} ms", "<= 500 ms"),
+        ("event -> pool list shows it, p95, end to end", f"{figures['latency_p95'] * 1000:.0f} ms", "<= 1,000 ms"),
     ]
     if "naive_total" in figures:
         rows.append(("naive first sync (typed list + row saves)", f"{figures['naive_total']:.0f} s", ""))
         rows.append(("ours vs naive", f"{figures['naive_total'] / figures['first_sync']:.1f}x faster", ">= 5x"))
     for name, value, target in rows:
-        print(f"{name:<44} {value:>12}  {target}")
+        print(f"{name:<46} {value:>12}  {target}")
 
 
 if __name__ == "__main__":
