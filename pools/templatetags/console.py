@@ -168,15 +168,10 @@ def gpu_bar(gpu: dict, shared: bool = False) -> str:
     )
 
 
-@lru_cache(maxsize=1)
-def _pool_url_template() -> str:
-    return reverse("pools:pool", args=["NAME"])
-
-
 @register.filter
 def pool_url(name: str) -> str:
     """The pool page's address (``{% url 'pools:pool' name %}`` without resolving the URLconf per row)."""
-    return _pool_url_template().replace("NAME", quote(name, safe=""), 1)
+    return route_url("pools:pool", name)
 
 
 @register.filter
@@ -232,11 +227,6 @@ MUTED_DASH = mark_safe('<td><span class="muted">—</span></td>')
 YES, NO = mark_safe("<td>Yes</td>"), mark_safe('<td><span class="muted">No</span></td>')
 
 
-@lru_cache(maxsize=4096)
-def _pool_url(name: str) -> str:
-    return reverse("pools:pool", args=[name])
-
-
 @register.simple_tag
 def node_pool_cell(row: dict, cell: tuple) -> str:
     """One ``<td>`` of the node-pools table. One call per cell: the table has thousands of them, and branching on
@@ -244,7 +234,7 @@ def node_pool_cell(row: dict, cell: tuple) -> str:
     column, text, value, numeric = cell
     if column == "node_pool":
         badge = DEFAULT_POOL_BADGE if row["default"] else ""
-        return format_html('<td><a href="{}"><strong>{}</strong></a>{}</td>', _pool_url(row["name"]), text, badge)
+        return format_html('<td><a href="{}"><strong>{}</strong></a>{}</td>', pool_url(row["name"]), text, badge)
     if column == "status":
         return format_html('<td><span class="badge {}">{}</span></td>', text.lower(), text)
     if column in ("label_key", "label_value"):

@@ -4,6 +4,7 @@ leaves the database exactly as a full sync from scratch would."""
 from __future__ import annotations
 
 import pytest
+from synced_state import database_state
 
 from pools import services
 from pools.choices import ConfigType
@@ -13,14 +14,6 @@ from pools.models import Backend, Node, NodeMembership, Pod, PoolPodUsage
 from pools.services import inventory as inventory_service
 
 pytestmark = pytest.mark.services
-
-NODE_COLUMNS = (
-    *inventory_service.NODE_FIELDS,
-    *inventory_service.NODE_USAGE_COLUMNS,
-    "available",
-    "unavailable_reason",
-    "placements",
-)
 
 
 def make_pool(name="train", backend="gpu-cluster"):
@@ -33,23 +26,6 @@ def make_pool(name="train", backend="gpu-cluster"):
         },
         actor=services.SYSTEM,
     )
-
-
-def database_state(backend):
-    """Every synced column of the backend's nodes and pods, their usage and memberships, without ids."""
-    nodes = sorted(
-        tuple(str(value) for value in row)
-        for row in Node.objects.filter(backend=backend).values_list("name", *NODE_COLUMNS)
-    )
-    pods = sorted(
-        tuple(str(value) for value in row)
-        for row in Pod.objects.filter(backend=backend).values_list("namespace", "name", *inventory_service.POD_FIELDS)
-    )
-    usage = sorted(PoolPodUsage.objects.filter(backend=backend).values_list("pool_name", "gpu", "gpu_quota"))
-    memberships = sorted(
-        NodeMembership.objects.filter(node__backend=backend).values_list("node__name", "pool__name", "platform_name")
-    )
-    return nodes, pods, usage, memberships
 
 
 def a_cluster(kube):

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from synced_state import database_state
 
 from pools import services
 from pools.choices import ConfigType
 from pools.fleet.layouts import pool_cluster, pool_config
 from pools.inventory.sources import KubernetesSource
-from pools.models import Backend, Node, NodeMembership, Pod, PoolPodUsage
-from pools.services import inventory as inventory_service
+from pools.models import Backend, Node, Pod, PoolPodUsage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
 from fake_apiserver import FakeApiServer  # noqa: E402
@@ -30,20 +30,6 @@ def server():
 
 def source_for(server) -> KubernetesSource:
     return KubernetesSource(api_client=client.ApiClient(client.Configuration(host=server.url)))
-
-
-def database_state(backend):
-    columns = (*inventory_service.NODE_FIELDS, *inventory_service.NODE_USAGE_COLUMNS, "available", "placements")
-    nodes = sorted(tuple(map(str, row)) for row in Node.objects.filter(backend=backend).values_list("name", *columns))
-    pods = sorted(
-        tuple(map(str, row))
-        for row in Pod.objects.filter(backend=backend).values_list("namespace", "name", *inventory_service.POD_FIELDS)
-    )
-    usage = sorted(PoolPodUsage.objects.filter(backend=backend).values_list("pool_name", "gpu", "gpu_quota"))
-    memberships = sorted(
-        NodeMembership.objects.filter(node__backend=backend).values_list("node__name", "pool__name", "platform_name")
-    )
-    return nodes, pods, usage, memberships
 
 
 def test_the_stand_in_answers_metadata_lists_and_single_reads(server):

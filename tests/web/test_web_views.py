@@ -143,6 +143,14 @@ def test_what_if_only_offers_visible_pools(as_team):
     assert b"Fits" not in response.content and b"Rejected" not in response.content
 
 
+def test_what_if_names_only_the_platforms_of_visible_pools(as_team):
+    page = as_team.get("/what-if/").content.decode()
+    platforms = page[page.index('<datalist id="platform-names">') :]
+    platforms = platforms[: platforms.index("</p>")]
+    assert "<strong>team-a</strong>" in platforms
+    assert "robotics-training" not in platforms and "h100-platform" not in platforms
+
+
 def test_a_missing_template_reference_is_shown_next_to_its_field_and_nothing_is_saved(as_admin):
     before = ConfigRevision.objects.count()
     data = pool_form_data("team-a")

@@ -1,0 +1,31 @@
+"""What a sync leaves in the database for one backend, comparable between two syncs (no ids)."""
+
+from __future__ import annotations
+
+from pools.models import Node, NodeMembership, Pod, PoolPodUsage
+from pools.services import inventory as inventory_service
+
+NODE_COLUMNS = (
+    *inventory_service.NODE_FIELDS,
+    *inventory_service.NODE_USAGE_COLUMNS,
+    "available",
+    "unavailable_reason",
+    "placements",
+)
+
+
+def database_state(backend) -> tuple[list, list, list, list]:
+    """Every synced column of the backend's nodes and pods, their usage and memberships, sorted."""
+    nodes = sorted(
+        tuple(str(value) for value in row)
+        for row in Node.objects.filter(backend=backend).values_list("name", *NODE_COLUMNS)
+    )
+    pods = sorted(
+        tuple(str(value) for value in row)
+        for row in Pod.objects.filter(backend=backend).values_list("namespace", "name", *inventory_service.POD_FIELDS)
+    )
+    usage = sorted(PoolPodUsage.objects.filter(backend=backend).values_list("pool_name", "gpu", "gpu_quota"))
+    memberships = sorted(
+        NodeMembership.objects.filter(node__backend=backend).values_list("node__name", "pool__name", "platform_name")
+    )
+    return nodes, pods, usage, memberships
