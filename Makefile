@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-deps lint bench bench-sync clean vendor
+.PHONY: setup run test test-deps lint bench bench-sync bench-sync-kube clean vendor
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,17 @@ bench: setup
 
 bench-sync: setup
 	$(PY) scripts/bench_sync.py
+
+## bench-sync-kube: the same runs against the real kube-apiserver at reduced size (scripts/kube-apiserver.sh build)
+bench-sync-kube: setup
+	$(PY) scripts/bench_sync.py --apiserver kube
+
+## bench-clusters: four 5,000-node clusters synced and watched by two Celery workers (PostgreSQL and Redis on
+##      127.0.0.1; about 5 minutes and 10 GB): the first sync of all four, the pool list while all four stream
+##      pod events (docs/operations.md)
+.PHONY: bench-clusters
+bench-clusters: setup
+	$(PY) scripts/bench_clusters.py
 
 ## vendor: refresh the browser libraries in static/vendor/ from npm (package.json pins them; the copies are committed)
 vendor:

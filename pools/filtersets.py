@@ -2,8 +2,8 @@
 
 import django_filters
 from django import forms
-from django.db.models import Count, F, OuterRef, Q, Subquery, TextField
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -266,8 +266,11 @@ class NodeFilterSet(SearchFilterSet):
         needle = value.strip()
         if not needle:
             return queryset
-        queryset = queryset.annotate(labels_text=Cast("labels", TextField()))
-        condition = Q(name__icontains=needle) | Q(gpu_product__icontains=needle) | Q(labels_text__icontains=needle)
+        # ``labels_text`` is the labels' JSON as text, already in lower case: label keys and values match as text,
+        # in any case, with neither the JSON serialised nor the case changed per node and query.
+        condition = (
+            Q(name__icontains=needle) | Q(gpu_product__icontains=needle) | Q(labels_text__contains=needle.lower())
+        )
         key, equals, label_value = needle.partition("=")
         if equals and key.strip():
             condition |= Q(**{f"labels__{key.strip()}": label_value.strip()})

@@ -193,33 +193,51 @@ class Inventory:
         """Nodes by name, each with its version."""
         result = {}
         for obj in self.nodes:
-            name = (obj.get("metadata") or {}).get("name")
-            if isinstance(name, str) and name:
-                result[name] = (object_version(obj, trust_resource_version=self.trusted_versions), obj)
-            else:
-                self.warnings.append("skipped a node without metadata.name")
+            listed = listed_node(obj, self.warnings, trust_resource_version=self.trusted_versions)
+            if listed:
+                result[listed[0]] = (listed[1], obj)
         return result
 
     def keyed_pods(self) -> dict[tuple[str, str], tuple[str, dict]]:
         """Non-terminated pods by (namespace, name), each with its version."""
         result = {}
         for obj in self.pods:
-            metadata = obj.get("metadata") or {}
-            name = metadata.get("name")
-            if not isinstance(name, str) or not name:
-                self.warnings.append("skipped a pod without metadata.name")
-                continue
-            if ((obj.get("status") or {}).get("phase") or "Pending") in TERMINATED_PHASES:
-                continue
-            key = (str(metadata.get("namespace") or "default"), name)
-            result[key] = (object_version(obj, trust_resource_version=self.trusted_versions), obj)
+            listed = listed_pod(obj, self.warnings, trust_resource_version=self.trusted_versions)
+            if listed:
+                result[listed[0]] = (listed[1], obj)
         return result
+
+
+def listed_node(obj: dict, warnings: list[str], *, trust_resource_version: bool) -> tuple[str, str] | None:
+    """A listed Node object's key (its name) and version; None, with a warning, when it has no name."""
+    name = (obj.get("metadata") or {}).get("name")
+    if isinstance(name, str) and name:
+        return name, object_version(obj, trust_resource_version=trust_resource_version)
+    warnings.append("skipped a node without metadata.name")
+    return None
+
+
+def listed_pod(obj: dict, warnings: list[str], *, trust_resource_version: bool) -> tuple[tuple[str, str], str] | None:
+    """A listed Pod object's key ``(namespace, name)`` and version; None when it terminated, or has no name."""
+    metadata = obj.get("metadata") or {}
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        warnings.append("skipped a pod without metadata.name")
+        return None
+    if ((obj.get("status") or {}).get("phase") or "Pending") in TERMINATED_PHASES:
+        return None
+    key = (str(metadata.get("namespace") or "default"), name)
+    return key, object_version(obj, trust_resource_version=trust_resource_version)
 
 
 def _string_map(value: Any) -> dict:
     if not isinstance(value, dict):
         return {}
-    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    # The wire schemas already decode labels as strings: such a map is taken as it is, not copied.
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str:
+            return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    return value
 
 
 def parse_timestamp(text: str) -> datetime | None:
@@ -329,6 +347,77 @@ def gpu_fraction(annotations: Any, where: str, warnings: list[str]) -> Decimal:
     return (fraction * count).quantize(Decimal("0.001"))
 
 
+# The effective requests of each distinct set of container resources, computed once: the pods of a workload all ask
+# for the same, so a 150,000-pod cluster has a few hundred sets, and computing them was half of a pod's record.
+_REQUESTS_SEEN: dict[tuple, dict[str, Decimal]] = {}
+_REQUESTS_SEEN_LIMIT = 10_000
+
+
+def _pod_requests(spec: dict, warnings: list[str]) -> dict[str, Decimal]:
+    """``pod_resource_requests`` of ``spec``, remembered by what it reads when that is all plain strings.
+
+    The result is shared between pods: callers only read it. A spec whose requests raised warnings is not
+    remembered, so each such pod still reports its own.
+    """
+    key = _requests_key(spec)
+    requests = _REQUESTS_SEEN.get(key) if key is not None else None
+    if requests is None:
+        found: list[str] = []
+        requests = pod_resource_requests(spec, warnings=found)
+        warnings.extend(found)
+        if key is not None and not found and _plain_resources(spec):
+            if len(_REQUESTS_SEEN) >= _REQUESTS_SEEN_LIMIT:
+                _REQUESTS_SEEN.clear()
+            _REQUESTS_SEEN[key] = requests
+    return requests
+
+
+def _requests_key(spec: dict) -> tuple | None:
+    """Everything ``pod_resource_requests`` reads of a pod spec, as a key (None when it is not even shaped so).
+
+    Built without checking types, for speed: a key is only remembered once ``_plain_resources`` has found its
+    spec made of lists, dicts and strings alone, and a key equal to such a key holds the same strings (``1``,
+    ``1.0`` and ``True`` are equal to each other but not to ``"1"``).
+    """
+    key = []
+    try:
+        for containers_field in ("containers", "initContainers"):
+            for container in spec.get(containers_field) or ():
+                resources = container.get("resources") or {}
+                requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+                key.append(
+                    (containers_field, container.get("restartPolicy"), tuple(requests.items()), tuple(limits.items()))
+                )
+        overhead = spec.get("overhead")
+        if overhead:
+            key.append(("overhead", tuple(overhead.items())))
+        key = tuple(key)
+        hash(key)
+    except (AttributeError, TypeError):
+        return None
+    return key
+
+
+def _plain_resources(spec: dict) -> bool:
+    """Whether the containers' resources and the overhead of ``spec`` are lists and dicts of strings only."""
+    for containers_field in ("containers", "initContainers"):
+        containers = spec.get(containers_field) or []
+        if type(containers) is not list:
+            return False
+        for container in containers:
+            resources = container.get("resources") or {}
+            policy = container.get("restartPolicy")
+            if type(resources) is not dict or not (policy is None or type(policy) is str):
+                return False
+            if not (_strings(resources.get("requests") or {}) and _strings(resources.get("limits") or {})):
+                return False
+    return _strings(spec.get("overhead") or {})
+
+
+def _strings(values: Any) -> bool:
+    return type(values) is dict and all(type(v) is str for v in values.values())
+
+
 def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = False) -> PodRecord | None:
     """A PodRecord from a Kubernetes Pod object; None for terminated pods and (with a warning) nameless ones."""
     metadata = obj.get("metadata") if isinstance(obj, dict) else None
@@ -337,14 +426,20 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
         warnings.append("skipped a pod without metadata.name")
         return None
     namespace = str(metadata.get("namespace") or "default")
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    phase = str(status.get("phase") or "Pending")
+    status = obj.get("status")
+    phase = str((status.get("phase") if isinstance(status, dict) else None) or "Pending")
     if phase in TERMINATED_PHASES:
         return None
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = {}
     bad: list[str] = []
-    requests = pod_resource_requests(spec, warnings=bad)
-    warnings.extend(f"pod {namespace}/{name}: {message}" for message in bad)
+    requests = _pod_requests(spec, bad)
+    if bad:
+        warnings.extend(f"pod {namespace}/{name}: {message}" for message in bad)
+    gpu = requests.get(GPU)
+    if not gpu and metadata.get("annotations"):
+        gpu = gpu_fraction(metadata["annotations"], f"pod {namespace}/{name}", warnings)
     return PodRecord(
         namespace=namespace,
         name=name,
@@ -355,7 +450,7 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
         cpu=requests.get("cpu", Decimal(0)),
         memory=int(requests.get("memory", 0)),
         storage=int(requests.get("ephemeral-storage", 0)),
-        gpu=requests.get(GPU) or gpu_fraction(metadata.get("annotations"), f"pod {namespace}/{name}", warnings),
+        gpu=gpu or Decimal(0),
         mig_devices={
             resource[len(MIG_PREFIX) :]: int(amount.to_integral_value(rounding="ROUND_CEILING"))
             for resource, amount in requests.items()

@@ -3,8 +3,9 @@
 Every source lists the whole inventory (``list_inventory``); live sources also stream changes
 (``watch``) from the resourceVersions a list returned. Sync and watch in ``pools.services`` apply both
 through the same code path, so a source only has to speak Kubernetes objects. A source that can also list
-only its objects' versions (``list_versions``) and read single objects (``read_objects``) lets a resync
-read just what changed.
+only its objects' versions (``list_versions``) and read single objects (``object_reads``) lets a resync
+read just what changed; one that lists page by page (``list_pages``) lets a sync write each page before
+it reads the next.
 
 - ``file``: a Kubernetes List as ``kubectl get nodes,pods -A -o json`` prints it (list only).
 - ``kubernetes``: the API server, through the official client but reading raw JSON (its model
@@ -15,15 +16,18 @@ read just what changed.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import queue
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import quote, urlsplit
 
 from pools.choices import BackendKind
 from pools.configs import parse_document
@@ -62,6 +66,9 @@ class WatchEvent:
     type: str
     kind: str  # "nodes" or "pods"
     object: dict
+    # When the watch read it off the connection (time.time()): how long it then waited to be applied is the
+    # product's part of its latency; before that it was the API server's and the network's.
+    received: float = 0.0
 
     @property
     def resource_version(self) -> str:
@@ -179,12 +186,18 @@ class KubernetesSource:
             return self.api.list_node, {}
         return self.api.list_pod_for_all_namespaces, {"field_selector": NON_TERMINATED}
 
-    def _list(self, kind: str, inventory: Inventory) -> str:
-        """Read every page of one kind into ``inventory``; returns the list's resourceVersion.
+    def list_pages(self) -> Iterator[Inventory]:
+        """Every node, then every non-terminated pod, one page at a time, as the API server sends them.
 
-        Pages are decoded with the narrow wire schemas and turned into records one at a time, so only
-        the records of a 150,000-pod cluster are ever held, not its JSON.
+        Each page is an ``Inventory`` of its objects, narrowly decoded, with ``resource_versions[kind]`` the
+        version of the list it belongs to. A caller that turns each page into rows before it reads the next
+        holds one page at a time, not a 150,000-pod cluster's objects at once. Any failure raises
+        InventoryError: what the caller made of the pages before it must then be discarded.
         """
+        self.api  # noqa: B018 - the client is built here, not by the thread that reads ahead
+        yield from _read_ahead(page for kind in KINDS for page in self._pages(kind))
+
+    def _pages(self, kind: str) -> Iterator[Inventory]:
         function, extra = self._list_call(kind)
         default_kind = "Node" if kind == "nodes" else "Pod"
         token = None
@@ -194,36 +207,44 @@ class KubernetesSource:
                 items, version, token = decode_list(kind, response.data)
             except ValueError:
                 raise InventoryError(f"listing {kind} at {self.host}: the response is not JSON") from None
-            add_objects(inventory, items, default_kind=default_kind)
+            page = Inventory(resource_versions={kind: version}, trusted_versions=True)
+            add_objects(page, items, default_kind=default_kind)
+            yield page
             if not token:
-                return version
+                return
 
     def list_inventory(self) -> Inventory:
         inventory = Inventory(trusted_versions=True)
         with paused_gc():
-            for kind in KINDS:
-                inventory.resource_versions[kind] = self._list(kind, inventory)
+            for page in self.list_pages():
+                inventory.nodes += page.nodes
+                inventory.pods += page.pods
+                inventory.warnings += page.warnings
+                inventory.resource_versions.update(page.resource_versions)
         return inventory
 
-    def list_versions(self) -> VersionListing:
+    def list_versions(self, on_page: Callable[[str, dict], None] | None = None) -> VersionListing:
         """Every node's and non-terminated pod's key and resourceVersion, from metadata-only lists.
 
         The same paginated lists as ``list_inventory`` (same field selector, so the same objects), asked
         for as PartialObjectMetadataList: a 150,000-pod cluster sends ~45 MB instead of ~500 MB, and only
-        three fields of each item are decoded.
+        three fields of each item are decoded. ``on_page(kind, versions)`` is called with each page's
+        versions as it arrives, so that a caller can start reading what changed while the rest is listed.
         """
         listing = VersionListing(nodes={}, pods={}, resource_versions={}, list_kinds={})
+        self.api  # noqa: B018 - the client is built here, not by the thread that reads ahead
         with paused_gc():
-            for kind in KINDS:
-                versions, list_kind, version = self._list_versions(kind)
-                setattr(listing, kind, versions)
+            pages = _read_ahead((kind, *page) for kind in KINDS for page in self._version_pages(kind))
+            for kind, versions, list_kind, version in pages:
+                getattr(listing, kind).update(versions)
                 listing.resource_versions[kind], listing.list_kinds[kind] = version, list_kind
+                if on_page is not None:
+                    on_page(kind, versions)
         return listing
 
-    def _list_versions(self, kind: str) -> tuple[dict, str, str]:
-        """All pages of one kind's metadata list: (versions by key, the list's kind, its resourceVersion)."""
+    def _version_pages(self, kind: str) -> Iterator[tuple[dict, str, str]]:
+        """Each page of one kind's metadata list: (versions by key, the list's kind, its resourceVersion)."""
         function, extra = self._list_call(kind)
-        versions: dict = {}
         token = None
         while True:
             response = self._call(
@@ -238,42 +259,42 @@ class KubernetesSource:
                 page, list_kind, version, token = decode_versions(kind, response.data)
             except ValueError:
                 raise InventoryError(f"listing {kind} metadata at {self.host}: the response is not readable") from None
-            versions.update(page)
+            yield page, list_kind, version
             if not token:
-                return versions, list_kind, version
+                return
 
     def read_objects(self, nodes: Iterable[str], pods: Iterable[tuple[str, str]]) -> Inventory:
         """The named nodes and pods as the API server has them now, one GET each, narrowly decoded.
 
         An object deleted since it was listed (404) is left out, so the sync counts it as gone; any other
-        failure raises InventoryError, and the sync then changes nothing. ``read_workers`` GETs are in
-        flight at once: each is mostly a network round trip, so a thousand of them take a quarter of the time.
+        failure raises InventoryError, and the sync then changes nothing.
         """
-        api = self.api  # built here, not by the threads
-        reads = [("nodes", f"reading node {name}", api.read_node, {"name": name}) for name in nodes]
-        reads += [
-            ("pods", f"reading pod {namespace}/{name}", api.read_namespaced_pod, {"name": name, "namespace": namespace})
-            for namespace, name in pods
-        ]
-        pool = ThreadPoolExecutor(max_workers=self.read_workers, thread_name_prefix="read-objects")
-        try:
-            found = list(pool.map(lambda read: self._read(*read), reads))
-        finally:
-            pool.shutdown(cancel_futures=True)  # after a failure, the reads not yet started are not sent
-        inventory = Inventory(trusted_versions=True)
-        for kind, obj in found:
-            if obj is not None:
-                add_objects(inventory, [obj], default_kind="Node" if kind == "nodes" else "Pod")
-        return inventory
+        with self.object_reads() as reads:
+            reads.add(nodes, pods)
+            return reads.result()
 
-    def _read(self, kind: str, what: str, function: Callable, kwargs: dict) -> tuple[str, dict | None]:
-        """One object of ``kind`` read with ``function``, or None when it does not exist (any more)."""
+    def object_reads(self) -> ObjectReads:
+        """GETs of single objects that start as they are asked for (``ObjectReads``)."""
+        return ObjectReads(self)
+
+    def _read(self, kind: str, what: str, key, plain: PlainReads | None) -> tuple[str, dict | None]:
+        """One object of ``kind`` (``key``: a name, or a pod's (namespace, name)), or None when it does not
+        exist (any more); read on ``plain`` connections when there are, else with the client's methods."""
+        if plain is not None:
+            data = plain.get(what, _object_path(kind, key))
+            if data is None:
+                return kind, None
+        else:
+            if kind == "nodes":
+                function, arguments = self.api.read_node, {"name": key}
+            else:
+                function, arguments = self.api.read_namespaced_pod, {"namespace": key[0], "name": key[1]}
+            try:
+                data = self._call(what, function, **arguments).data
+            except NodeGone:
+                return kind, None
         try:
-            response = self._call(what, function, **kwargs)
-        except NodeGone:
-            return kind, None
-        try:
-            return kind, decode_object(kind, response.data)
+            return kind, decode_object(kind, data)
         except ValueError:
             raise InventoryError(f"{what} at {self.host}: the response is not JSON") from None
 
@@ -283,9 +304,7 @@ class KubernetesSource:
 
     def list_nodes(self) -> list[dict]:
         """Every node of the cluster, read now (paginated, narrowly decoded: names, labels, versions, status)."""
-        inventory = Inventory(trusted_versions=True)
-        self._list("nodes", inventory)
-        return inventory.nodes
+        return [node for page in self._pages("nodes") for node in page.nodes]
 
     def read_node(self, name: str) -> dict:
         """One node as the API server has it now (NodeGone when it does not exist)."""
@@ -362,6 +381,196 @@ class KubernetesSource:
                 stop.wait(min(30, 2**failures))
 
 
+def _read_ahead(pages: Iterator) -> Iterator:
+    """``pages``, each produced by a thread while the caller works on the one before.
+
+    A list page is mostly a wait for the API server (and a decode); reading the next one while the caller
+    turns this one into rows overlaps the two. One page is read ahead, no more. An exception in the
+    thread is raised to the caller in the page's place; a caller that stops early stops the thread once
+    its current request ends.
+    """
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    done = object()
+
+    def offer(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for page in pages:
+                if not offer(page):
+                    return
+            offer(done)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
+            offer(exc)
+
+    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+class ObjectReads:
+    """GETs of single nodes and pods, ``read_workers`` in flight at once, started as they are asked for.
+
+    A resync asks for the objects of each listed page while the next page is listed; ``result`` waits for
+    them all. The GETs go out on plain connections (``PlainReads``) where the client's configuration allows.
+    Used as a context manager: leaving it cancels what has not started, so after a failure, or when the
+    caller no longer wants them, the rest are not sent.
+    """
+
+    def __init__(self, source: KubernetesSource):
+        self.source = source
+        # The client is built here, not by the threads.
+        self.plain = PlainReads.for_client(source.api.api_client, source.request_timeout)
+        self.pool = ThreadPoolExecutor(max_workers=source.read_workers, thread_name_prefix="read-objects")
+        self.futures: list = []
+
+    def __enter__(self) -> ObjectReads:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(cancel_futures=True)
+        if self.plain is not None:
+            self.plain.close()
+
+    def add(self, nodes: Iterable[str] = (), pods: Iterable[tuple[str, str]] = ()) -> None:
+        read, plain = self.source._read, self.plain
+        for name in nodes:
+            self.futures.append(self.pool.submit(read, "nodes", f"reading node {name}", name, plain))
+        for key in pods:
+            self.futures.append(self.pool.submit(read, "pods", f"reading pod {key[0]}/{key[1]}", key, plain))
+
+    def result(self) -> Inventory:
+        """Every object asked for that exists, in the order asked; the first failure raises InventoryError."""
+        inventory = Inventory(trusted_versions=True)
+        for future in self.futures:
+            kind, obj = future.result()
+            if obj is not None:
+                add_objects(inventory, [obj], default_kind="Node" if kind == "nodes" else "Pod")
+        return inventory
+
+
+def _object_path(kind: str, key) -> str:
+    if kind == "nodes":
+        return f"/api/v1/nodes/{quote(key, safe='')}"
+    return f"/api/v1/namespaces/{quote(key[0], safe='')}/pods/{quote(key[1], safe='')}"
+
+
+class PlainReads:
+    """GETs on plain ``http.client`` connections, kept open and shared by the reading threads.
+
+    The client's generated ``read_*`` methods validate their arguments, build the request and go through
+    urllib3: ~0.6 ms of Python per object, twice what the request itself costs, and a resync's reads are
+    bound by that Python (more threads do not make them faster). These connections are made as the
+    client's are, from its configuration: its host, its TLS (CA, client certificate, whether to verify)
+    and the headers it sends, authentication included. ``for_client`` answers None for what they do not
+    cover (a proxy, a TLS server name or asserted hostname other than the host's): the client reads then.
+    """
+
+    def __init__(self, host: str, headers: dict, context: ssl.SSLContext | None, timeouts: tuple[float, float]):
+        parts = urlsplit(host)
+        self.host, self.headers, self.context, self.timeouts = host, headers, context, timeouts
+        self.address = (parts.hostname, parts.port or (443 if context is not None else 80))
+        self.prefix = parts.path.rstrip("/")  # an API server behind a path (a proxy's cluster route)
+        self.idle: list[http.client.HTTPConnection] = []
+        self.lock = threading.Lock()
+
+    @classmethod
+    def for_client(cls, api_client, timeouts: tuple[float, float] = (5, 60)) -> PlainReads | None:
+        configuration = api_client.configuration
+        scheme = urlsplit(configuration.host).scheme
+        if (
+            scheme not in ("http", "https")
+            or configuration.proxy
+            or configuration.tls_server_name
+            or isinstance(configuration.assert_hostname, str)
+        ):
+            return None
+        try:  # the headers the client sends, its authentication's included (a refreshed token as well)
+            _, _, headers, _, _ = api_client.param_serialize(
+                method="GET",
+                resource_path="/api/v1",
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+        except (AttributeError, TypeError):  # a client version that builds requests otherwise
+            return None
+        context = None
+        if scheme == "https":
+            context = ssl.create_default_context(cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
+            if configuration.cert_file:
+                context.load_cert_chain(configuration.cert_file, configuration.key_file)
+            if not configuration.verify_ssl or configuration.assert_hostname is False:
+                context.check_hostname = False
+            if not configuration.verify_ssl:
+                context.verify_mode = ssl.CERT_NONE
+        return cls(configuration.host, headers, context, timeouts)
+
+    def get(self, what: str, path: str) -> bytes | None:
+        """The body of a GET of ``path``, or None for 404; any other failure raises InventoryError."""
+        response, data = self._exchange(what, path, retry=True)
+        if response.status == 404:
+            return None
+        if response.status != 200:
+            raise InventoryError(f"{what} at {self.host} failed: HTTP {response.status} {response.reason}")
+        return data
+
+    def _exchange(self, what: str, path: str, *, retry: bool) -> tuple[http.client.HTTPResponse, bytes]:
+        with self.lock:
+            connection = self.idle.pop() if self.idle else None
+        reused = connection is not None
+        try:
+            if connection is None:
+                connection = self._connect()
+            connection.request("GET", self.prefix + path, headers=self.headers)
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            if connection is not None:
+                connection.close()
+            if reused and retry:  # the server closed it while it was kept: once more, on a new one
+                return self._exchange(what, path, retry=False)
+            raise InventoryError(f"cannot reach the Kubernetes API at {self.host} ({what}): {_reason(exc)}") from None
+        if response.will_close:
+            connection.close()
+        else:
+            with self.lock:
+                self.idle.append(connection)
+        return response, data
+
+    def _connect(self) -> http.client.HTTPConnection:
+        (host, port), (connect, read) = self.address, self.timeouts
+        if self.context is None:
+            connection = http.client.HTTPConnection(host, port, timeout=connect)
+        else:
+            connection = http.client.HTTPSConnection(host, port, timeout=connect, context=self.context)
+        connection.connect()
+        connection.sock.settimeout(read)
+        return connection
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for connection in idle:
+            connection.close()
+
+
 @dataclass(frozen=True)
 class SourceStatus:
     """Not a change: tells the watch loop that the source could not be reached (it keeps retrying)."""
@@ -395,7 +604,7 @@ def _stream_events(response, kind: str, stop: threading.Event) -> Iterator[Watch
                         raise WatchExpired(f"watching {kind}: {status.get('message') or 'expired'}")
                     raise InventoryError(f"watching {kind}: {status.get('message') or status}")
                 if isinstance(event.get("object"), dict) and event.get("type"):
-                    yield WatchEvent(event["type"], kind, event["object"])
+                    yield WatchEvent(event["type"], kind, event["object"], time.time())
     except (HTTPError, OSError) as exc:
         raise InventoryError(f"watching {kind}: connection lost ({_reason(exc)})") from None
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from functools import cached_property
 
 from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
@@ -55,7 +56,7 @@ class NodeGroup:
     memory_used: int = 0
     pods: int = 0
 
-    @property
+    @cached_property  # read several times per group by each page's summaries
     def pool_ids(self) -> frozenset[int]:
         return frozenset(pool_id for pool_id, _ in self.placements)
 
@@ -311,10 +312,11 @@ def pool_node_summary(pool_names: Iterable[str]) -> dict[str, dict]:
 def _node_summary(pools: dict[int, str], groups: list[NodeGroup]) -> dict[str, dict]:
     """``pool_node_summary`` of these pools (id -> name) from their backends' ``node_groups``."""
     summary: dict[str, dict] = {}
+    statuses = NodeStatus.values  # Django builds this list anew on every access: once, not per group and pool
     for group in groups:
         state = NodeStatus.of(available=group.available, cordoned=group.cordoned).value
         for pool_id in group.pool_ids & pools.keys():
-            entry = summary.setdefault(pools[pool_id], {"nodes": dict.fromkeys(NodeStatus.values, 0), "platforms": {}})
+            entry = summary.setdefault(pools[pool_id], {"nodes": dict.fromkeys(statuses, 0), "platforms": {}})
             entry["nodes"][state] += group.nodes
         for pool_id, platform_name in group.placements:
             if pool_id not in pools:

@@ -161,14 +161,19 @@ def resource_index(*, user, filters: Mapping | None = None) -> NodeTable:
         if missing:
             raise NotFound(f"pool '{pools[0]}' has no platform '{missing[0]}'")
     show_unused = access.allows(user, LIST_FLEET) and not pools and not platforms
-    nodes = filterset.qs.order_by("name").values_list(
-        "id", "name", "backend__name", "placements", "available", "unschedulable", "gpu_product"
+    backend_names = dict(Backend.objects.values_list("id", "name"))
+    nodes = filterset.qs.order_by().values_list(
+        "id", "name", "backend_id", "placements", "available", "unschedulable", "gpu_product"
     )
     # Nodes of the same pools share one placements text: each distinct text is parsed, sorted and filtered once.
     shown: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     table = NodeTable()
     with paused_gc():  # thousands of tuples, no cycles: no collector pass over the whole process per thousand
-        for node_id, name, backend, placements, available, cordoned, product in nodes:
+        # Sorted here by name, then backend, not by the database: PostgreSQL's sort was a third of this read at
+        # 5,000 nodes (planned with parallel workers), in an order that followed the database's collation.
+        # Python compares code points, as SQLite does: one order on both databases.
+        rows = sorted(nodes, key=lambda row: (row[1], backend_names[row[2]]))
+        for node_id, name, backend_id, placements, available, cordoned, product in rows:
             known = shown.get(placements)
             if known is None:
                 pairs = sorted(
@@ -183,7 +188,7 @@ def resource_index(*, user, filters: Mapping | None = None) -> NodeTable:
             kind, kept = known
             if kept:
                 status = NodeStatus.of(available=available, cordoned=cordoned).value
-                table.add((node_id, name, backend, kind, status, product), kept)
+                table.add((node_id, name, backend_names[backend_id], kind, status, product), kept)
     return table
 
 

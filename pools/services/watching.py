@@ -6,6 +6,13 @@ Beat's ``watch_all_backends`` queues a ``watch_backend`` task for every live bac
 worker slot is never spent waiting for it), then runs ``backend_watch`` until its time is up. A worker is
 therefore never busy for longer than ``GPUPOOL["WATCH_TASK_SECONDS"]`` (a deploy can roll), and a watch
 that ended or died is started again by the next beat.
+
+The task renews its lease on a thread of its own for as long as it runs: ``backend_watch`` renews it only
+between batches, and its first list (a full sync when the backend has no inventory yet) can outlast the
+lease when several backends list at once on a busy worker. Were it to expire then, beat's next round would
+start a second watch of the backend, and the first, finding its lease taken, would idle in its slot until
+its time was up. A watch that loses its lease anyway (the database was out of reach for longer than the
+lease) stops at once and frees its slot.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import threading
 import time
 
 from django.conf import settings
+from django.db import DatabaseError, connection
 
 from pools.inventory.records import InventoryError
 from pools.models import Backend
@@ -52,16 +60,21 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
         applied["nodes"] += counts.get("nodes", 0)
         applied["pods"] += counts.get("pods", 0)
 
-    stop = threading.Event()
+    stop, lost = threading.Event(), threading.Event()
     timer = threading.Timer(seconds, stop.set)
     timer.daemon = True
+    renewer = threading.Thread(
+        target=_lease_keep, args=(lease, owner, lease_seconds, stop, lost), name=f"renew-{lease}", daemon=True
+    )
     started = time.monotonic()
     timer.start()
+    renewer.start()
     try:
         backend_watch(backend=backend, stop=stop, owner=owner, lease_seconds=lease_seconds, on_batch=count)
     finally:
         timer.cancel()
         stop.set()
+        renewer.join(lease_seconds)  # a renewal is one short UPDATE; a hung database does not hold the task
         lease_release(name=lease, owner=owner)  # backend_watch releases it too, unless it raised
     state = Backend.objects.filter(pk=backend.pk).values("last_sync_at", "last_sync_error").first() or {}
     last_sync_at = state.get("last_sync_at")
@@ -69,6 +82,24 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
         "backend": backend.name,
         "watched": round(time.monotonic() - started, 3),
         **applied,
+        **({"lease_lost": True} if lost.is_set() else {}),
         "last_sync_at": last_sync_at.isoformat() if last_sync_at else None,
         "last_sync_error": state.get("last_sync_error", ""),
     }
+
+
+def _lease_keep(lease: str, owner: str, seconds: float, stop: threading.Event, lost: threading.Event) -> None:
+    """Renew ``lease`` every third of ``seconds`` until ``stop``; on losing it to another holder, set ``lost``
+    and ``stop``. A renewal that fails on a database error is tried again a turn later, while the lease holds."""
+    try:
+        while not stop.wait(seconds / 3):
+            try:
+                held = lease_acquire(name=lease, owner=owner, seconds=seconds)
+            except DatabaseError:
+                connection.close()  # a broken connection is opened afresh next turn
+                continue
+            if not held:
+                lost.set()
+                stop.set()
+    finally:
+        connection.close()  # this thread's own connection: Django opens one per thread and never closes it

@@ -16,6 +16,7 @@ cluster through a thread-safe Python API in the same process::
         server.apply("Pod", "MODIFIED", pod)               # -> watchers get the event
         server.modify_random_pods(0.01, random.Random(1))
         server.drop_watches(); server.expire()
+        server.fail("list", after=2); server.heal()        # HTTP 500 from the third list page on
 
 Differences from a real API server, on purpose: a continued list reads the current state after the last key
 (not a snapshot at the first page's resourceVersion, though it reports that one); strategic merge patch is
@@ -30,6 +31,7 @@ import argparse
 import base64
 import bisect
 import copy
+import functools
 import gc
 import json
 import random
@@ -38,7 +40,7 @@ import sys
 import threading
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -95,28 +97,36 @@ def _split_top(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def _field(obj: dict, path: str) -> str:
-    value = obj
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-        if value is None:
-            return ""
-    return str(value)
-
-
+@functools.lru_cache(maxsize=256)
 def field_selector(text: str | None) -> Callable[[dict], bool] | None:
-    """``status.phase!=Failed,spec.nodeName=n1`` -> predicate (None when empty). ``=``, ``==`` and ``!=``."""
+    """``status.phase!=Failed,spec.nodeName=n1`` -> predicate (None when empty). ``=``, ``==`` and ``!=``.
+
+    One predicate per text, so that list pages remember what it answered (``_Entry.selected``).
+    """
     if not text:
         return None
     tests = []
     for term in _split_top(text):
         if "!=" in term:
             path, value = term.split("!=", 1)
-            tests.append((path.strip(), value.strip(), False))
+            tests.append((tuple(path.strip().split(".")), value.strip(), False))
         else:
             path, value = term.split("==", 1) if "==" in term else term.split("=", 1)
-            tests.append((path.strip(), value.strip(), True))
-    return lambda obj: all((_field(obj, path) == value) is equal for path, value, equal in tests)
+            tests.append((tuple(path.strip().split(".")), value.strip(), True))
+
+    def matches(obj: dict) -> bool:
+        # A missing field reads as "". Loops written out: a list of 150,000 pods runs this for each of them.
+        for path, value, equal in tests:
+            current = obj
+            for part in path:
+                current = current.get(part) if isinstance(current, dict) else None
+                if current is None:
+                    break
+            if (("" if current is None else str(current)) == value) is not equal:
+                return False
+        return True
+
+    return matches
 
 
 def label_selector(text: str | None) -> Callable[[dict], bool] | None:
@@ -225,18 +235,36 @@ def json_patch(target: dict, operations: list) -> dict:
 
 
 class _Entry:
-    """One stored object and (lazily) its JSON bytes. The object is never modified once stored."""
+    """One stored object and (lazily) its JSON bytes, whole and as a PartialObjectMetadata item.
 
-    __slots__ = ("obj", "raw")
+    The object is never modified once stored (a change stores a new entry), so neither needs invalidating.
+    kube-apiserver's watch cache likewise keeps objects decoded and serialises each once for every watcher.
+    """
+
+    __slots__ = ("obj", "raw", "partial_raw", "selected_by", "selected")
 
     def __init__(self, obj: dict, raw: bytes | None = None) -> None:
         self.obj = obj
         self.raw = raw
+        self.partial_raw: bytes | None = None
+        # The last list selector asked about the object and its answer: a client lists with the same one
+        # each time (``field_selector`` returns one predicate per text), as kube-apiserver keeps each cached
+        # object's selectable fields at hand.
+        self.selected_by: Callable[[dict], bool] | None = None
+        self.selected = False
 
     def bytes(self) -> bytes:
         raw = self.raw
         if raw is None:
             raw = self.raw = _dumps(self.obj)
+        return raw
+
+    def partial(self) -> bytes:
+        """The object as a PartialObjectMetadata item: its metadata only."""
+        raw = self.partial_raw
+        if raw is None:
+            item = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": self.obj["metadata"]}
+            raw = self.partial_raw = _dumps(item)
         return raw
 
 
@@ -349,6 +377,8 @@ class FakeApiServer:
         self._connections: set[socket.socket] = set()
         self._active_watches = 0
         self.requests = 0
+        self.served: Counter[str] = Counter()  # answered list pages ("list") and single-object reads ("get")
+        self._failing: dict[str, int] = {}
 
     # -- lifecycle
 
@@ -360,13 +390,15 @@ class FakeApiServer:
         return f"http://{self.host}:{self._httpd.server_address[1]}"
 
     def start(self, warm: bool = True) -> FakeApiServer:
-        """Listen and serve in a background thread. ``warm`` serialises every object now, not on first list."""
+        """Listen and serve in a background thread. ``warm`` serialises every object (whole and as metadata) now,
+        not on the first list that reads it."""
         if self._httpd is not None:
             return self
         if warm:
             for store in self._stores.values():
                 for entry in store.entries.values():
                     entry.bytes()
+                    entry.partial()
         handler = type("Handler", (_Handler,), {"api": self})
         self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
         self._httpd.daemon_threads = True
@@ -422,11 +454,14 @@ class FakeApiServer:
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         """The stored object (read-only!) or None."""
+        entry = self._entry(kind, name, namespace)
+        return entry.obj if entry else None
+
+    def _entry(self, kind: str, name: str, namespace: str | None = None) -> _Entry | None:
         kind = self._kind(kind)
         key = f"{namespace or 'default'}/{name}" if kind == "Pod" else name
         with self._cond:
-            entry = self._stores[kind].entries.get(key)
-        return entry.obj if entry else None
+            return self._stores[kind].entries.get(key)
 
     def objects(self, kind: str) -> list[dict]:
         """Every stored object of ``kind`` in key order (read-only!)."""
@@ -533,6 +568,27 @@ class FakeApiServer:
             changes.append(("Pod", "MODIFIED", new))
         return [obj for obj in self.apply_many(changes, copy_obj=False) if obj is not None]
 
+    def fail(self, what: str, after: int = 0) -> None:
+        """Answer requests of ``what`` (``"list"``: list pages, ``"get"``: single objects) with HTTP 500 once
+        ``after`` more of them have been answered, as an API server going away part way through does."""
+        with self._cond:
+            self._failing[what] = after
+
+    def heal(self) -> None:
+        """Stop failing requests (``fail``)."""
+        with self._cond:
+            self._failing.clear()
+
+    def _served(self, what: str) -> None:
+        """Count a request of ``what``; HTTP 500 instead if ``fail`` asked for it."""
+        with self._cond:
+            remaining = self._failing.get(what)
+            if remaining is not None:
+                if remaining <= 0:
+                    raise _HttpError(500, "InternalError", f"the server failed this {what} request (fail)")
+                self._failing[what] = remaining - 1
+            self.served[what] += 1
+
     def drop_watches(self) -> int:
         """Cut every open watch connection abruptly (no final chunk), like a lost connection; returns how many."""
         with self._cond:
@@ -587,7 +643,9 @@ class FakeApiServer:
             else:
                 while index < end and len(picked) < want:
                     entry = entries[keys[index]]
-                    if predicate(entry.obj):
+                    if entry.selected_by is not predicate:
+                        entry.selected_by, entry.selected = predicate, predicate(entry.obj)
+                    if entry.selected:
                         picked.append(entry)
                     index += 1
             last_key = keys[index - 1] if index > start else after
@@ -598,7 +656,7 @@ class FakeApiServer:
             if predicate is None:  # like the API server: with a selector the count is unknown
                 meta["remainingItemCount"] = remaining
         if metadata_only:
-            return [_partial(entry.obj) for entry in picked], meta
+            return [entry.partial() for entry in picked], meta
         return [entry.bytes() for entry in picked], meta
 
     def watch_start(self, kind: str, rv_text: str | None, predicate) -> tuple[int, list[bytes] | None, int]:
@@ -661,11 +719,6 @@ class FakeApiServer:
                 self._connections.add(conn)
             else:
                 self._connections.discard(conn)
-
-
-def _partial(obj: dict) -> bytes:
-    """An object as a PartialObjectMetadata item: its metadata only."""
-    return _dumps({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
 
 
 class _HttpError(Exception):
@@ -748,10 +801,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(200, b"ok")
         kind, namespace, name, query = self._route()
         if name is not None:
-            obj = self.api.get(kind, name, namespace)
-            if obj is None:
+            self.api._served("get")
+            entry = self.api._entry(kind, name, namespace)
+            if entry is None:
                 raise _HttpError(404, "NotFound", f'{kind.lower()}s "{name}" not found')
-            return self._send_json(200, obj)
+            return self._send_json(200, entry.bytes())
         predicate = _combine(
             field_selector(query.get("fieldSelector")),
             label_selector(query.get("labelSelector")),
@@ -763,6 +817,7 @@ class _Handler(BaseHTTPRequestHandler):
             limit = int(query.get("limit") or 0)
         except ValueError:
             raise _HttpError(400, "BadRequest", "invalid limit")
+        self.api._served("list")
         metadata_only = METADATA_LIST in (self.headers.get("Accept") or "")
         items, meta = self.api.list_page(kind, limit, query.get("continue"), predicate, metadata_only)
         list_kind, api_version = (

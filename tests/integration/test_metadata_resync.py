@@ -89,9 +89,10 @@ def test_a_pod_deleted_between_the_listing_and_its_read_counts_as_gone(db, kube,
     kube.api.patch_namespaced_pod("kept", "default", {"metadata": {"labels": {"osmo.priority": "HIGH"}}})
 
     class DeletesBeforeReading(KubernetesSource):
-        def read_objects(self, nodes, pods):
-            kube.delete_pod("kept")
-            return super().read_objects(nodes, pods)
+        def _read(self, kind, what, *args):
+            if what == "reading pod default/kept":
+                kube.delete_pod("kept")
+            return super()._read(kind, what, *args)
 
     counts = services.backend_sync(backend=backend, source=DeletesBeforeReading(kubeconfig=kube.kubeconfig))
 
@@ -111,10 +112,10 @@ def test_a_failed_read_changes_nothing_but_the_error(db, kube, kube_backend):
     kube.add_pod("created", node="h100-2", gpu=4, pool="train")
 
     class FailsReading(KubernetesSource):
-        def _call(self, what, function, **kwargs):
+        def _read(self, kind, what, *args):
             if what.startswith("reading pod"):
                 raise InventoryError(f"{what} failed: HTTP 500")
-            return super()._call(what, function, **kwargs)
+            return super()._read(kind, what, *args)
 
     with pytest.raises(InventoryError, match="reading pod default/created failed"):
         services.backend_sync(backend=backend, source=FailsReading(kubeconfig=kube.kubeconfig))
