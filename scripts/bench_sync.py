@@ -426,6 +426,7 @@ class WatchRecorder:
                 steady = [sample for sample in self.samples if sample[0] < burst["from"]]
                 self.end_to_end = [committed - emitted for emitted, _, committed in steady]
                 self.product = [committed - received for _, received, committed in steady]
+                self.received = [received - emitted for emitted, received, _ in steady]
                 extra = burst_figures(self.samples, burst, recovery)
             else:
                 extra = {}
