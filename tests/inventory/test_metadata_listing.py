@@ -4,28 +4,15 @@ PartialObjectMetadataList like kube-apiserver does, so the resync path runs in s
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
-import pytest
 from kubernetes import client
 from synced_state import database_state
 
 from pools import services
 from pools.choices import ConfigType
-from pools.fleet.layouts import pool_cluster, pool_config
+from pools.fleet.layouts import pool_config
 from pools.inventory.sources import KubernetesSource
 from pools.models import Backend, Node, Pod, PoolPodUsage
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
-from fake_apiserver import FakeApiServer  # noqa: E402
-
-
-@pytest.fixture
-def server():
-    nodes, pods = pool_cluster(nodes=30, pods=600, pools=4, platforms=2, seed=5)
-    with FakeApiServer(nodes, pods) as running:
-        yield running
 
 
 def source_for(server) -> KubernetesSource:

@@ -5,8 +5,6 @@ breaks off part way leaves the database as it was, but for the error it records.
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -14,20 +12,10 @@ from synced_state import database_state
 
 from pools import services
 from pools.choices import ConfigType
-from pools.fleet.layouts import pool_cluster, pool_config
+from pools.fleet.layouts import pool_config
 from pools.inventory.records import InventoryError
 from pools.inventory.sources import KubernetesSource
 from pools.models import Backend, Lease, Node, Pod, PoolPodUsage
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
-from fake_apiserver import FakeApiServer  # noqa: E402
-
-
-@pytest.fixture
-def server():
-    nodes, pods = pool_cluster(nodes=30, pods=600, pools=4, platforms=2, seed=5)
-    with FakeApiServer(nodes, pods) as running:
-        yield running
 
 
 @pytest.fixture
