@@ -274,6 +274,9 @@ GPUPOOL = {
     "WATCH_TASK_SECONDS": float(os.environ.get("GPUPOOL_WATCH_TASK_SECONDS", "300")),
     # Send each backend's sync and watch tasks to the queue ``backend-<name>`` rather than the default one.
     "BACKEND_QUEUES": env_bool("GPUPOOL_BACKEND_QUEUES", False),
+    # How much lower a Celery worker's CPU priority is than the processes that start it (``nice``): where the
+    # workers share CPUs with the web server, streaming clusters leave the pages their share (0: the same).
+    "WORKER_NICE": int(os.environ.get("GPUPOOL_WORKER_NICE", "10")),
 }
 
 LOGGING = {

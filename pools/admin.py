@@ -24,6 +24,7 @@ from .models import (
     GpuConsumption,
     Lease,
     Node,
+    NodeGroupSums,
     NodeLabelChange,
     NodeMembership,
     Platform,
@@ -291,6 +292,12 @@ class NodeLabelChangeAdmin(ReadOnlyAdmin):
 class PoolPodUsageAdmin(ReadOnlyAdmin):
     list_display = ["pool_name", "backend", "gpu", "gpu_quota"]
     list_filter = ["backend"]
+
+
+@admin.register(NodeGroupSums)
+class NodeGroupSumsAdmin(ReadOnlyAdmin):
+    list_display = ["placements", "backend", "available", "unschedulable", "gpu_product", "nodes", "gpu", "free"]
+    list_filter = ["backend", "available", "unschedulable"]
 
 
 @admin.register(Lease)

@@ -6,6 +6,7 @@ services keep them consistent. Nodes and pods keep only what membership and GPU 
 Nothing here writes on its own: every change goes through ``pools.services``.
 """
 
+import functools
 from datetime import timedelta
 
 from django.conf import settings
@@ -227,9 +228,20 @@ def placements_text(pairs) -> str:
     return " ".join(sorted(f"{pool_id}:{platform}" for pool_id, platform in pairs))
 
 
-def placements_pairs(text: str) -> list[tuple[int, str]]:
-    """The (pool id, platform name) pairs of a ``Node.placements`` text."""
-    return [(int(pool_id), platform) for pool_id, _, platform in (word.partition(":") for word in text.split())]
+@functools.lru_cache(maxsize=16_384)
+def placements_pairs(text: str) -> tuple[tuple[int, str], ...]:
+    """The (pool id, platform name) pairs of a ``Node.placements`` text.
+
+    Kept for the texts seen last: every pool list reads each node group's text (a thousand of them at 20,000
+    nodes), and a fleet's texts change only with its pools.
+    """
+    return tuple((int(pool_id), platform) for pool_id, _, platform in (word.partition(":") for word in text.split()))
+
+
+@functools.lru_cache(maxsize=16_384)
+def placements_pool_ids(text: str) -> frozenset[int]:
+    """The ids of the pools in a ``Node.placements`` text (kept like ``placements_pairs``)."""
+    return frozenset(pool_id for pool_id, _ in placements_pairs(text))
 
 
 class Node(models.Model):
@@ -319,6 +331,42 @@ class Pod(models.Model):
 
     def __str__(self):
         return f"{self.namespace}/{self.name}"
+
+
+class NodeGroupSums(models.Model):
+    """The placed nodes of one backend that share placements, availability, cordoning and GPU product, summed.
+
+    What the pool list, the overview and the node pools read instead of grouping every node on each request
+    (``selectors.node_groups``): a 20,000-node fleet has about a thousand such groups. Sync and watch keep it in
+    the transaction that changes the nodes: ``services.node_groups_refresh`` recomputes a backend's groups after
+    writes that move nodes between groups, and a watch's pod events add their usage deltas
+    (``services.usage_apply_deltas``). ``free`` adds up ``max(0, gpu - gpu_used)`` node by node.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="node_groups")
+    placements = models.TextField()
+    available = models.BooleanField()
+    unschedulable = models.BooleanField()
+    gpu_product = models.CharField(max_length=128, blank=True)
+    nodes = models.IntegerField(default=0)
+    gpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    free = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    gpu_used = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    gpu_memory = models.BigIntegerField(default=0)
+    cpu = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    cpu_used = models.DecimalField(max_digits=14, decimal_places=3, default=0)
+    memory = models.BigIntegerField(default=0)
+    memory_used = models.BigIntegerField(default=0)
+    pods = models.IntegerField(default=0)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["backend", "placements"]
+        verbose_name_plural = "node group sums"
+
+    def __str__(self):
+        return f"{self.placements}: {self.nodes} nodes"
 
 
 class PoolPodUsage(models.Model):
@@ -467,7 +515,7 @@ class Lease(models.Model):
     owner = models.CharField(max_length=200)
     expires_at = models.DateTimeField()
 
-    objects = querysets.LeaseQuerySet.as_manager()
+    objects = querysets.FleetInternalsQuerySet.as_manager()
 
     def __str__(self):
         return f"{self.name} held by {self.owner} until {self.expires_at:%H:%M:%S}"

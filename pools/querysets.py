@@ -184,9 +184,9 @@ class PoolPodUsageQuerySet(models.QuerySet):
         return _pool_label_restriction(self, principal)
 
 
-class LeaseQuerySet(models.QuerySet):
+class FleetInternalsQuerySet(models.QuerySet):
     def restrict(self, principal):
-        """The workers' leases: the fleet's internals, for those who may see the whole fleet."""
+        """The workers' leases, the node groups' sums: the fleet's internals, for those who may see the whole fleet."""
         return self if sees_whole_fleet(principal) else self.none()
 
 

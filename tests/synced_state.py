@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pools.models import Node, NodeMembership, Pod, PoolPodUsage
+from pools.models import Node, NodeGroupSums, NodeMembership, Pod, PoolPodUsage
 from pools.services import inventory as inventory_service
 
 NODE_COLUMNS = (
@@ -14,8 +14,8 @@ NODE_COLUMNS = (
 )
 
 
-def database_state(backend) -> tuple[list, list, list, list]:
-    """Every synced column of the backend's nodes and pods, their usage and memberships, sorted."""
+def database_state(backend) -> tuple[list, list, list, list, list]:
+    """Every synced column of the backend's nodes and pods, their usage, memberships and node groups, sorted."""
     nodes = sorted(
         tuple(str(value) for value in row)
         for row in Node.objects.filter(backend=backend).values_list("name", *NODE_COLUMNS)
@@ -28,4 +28,10 @@ def database_state(backend) -> tuple[list, list, list, list]:
     memberships = sorted(
         NodeMembership.objects.filter(node__backend=backend).values_list("node__name", "pool__name", "platform_name")
     )
-    return nodes, pods, usage, memberships
+    groups = sorted(
+        tuple(str(value) for value in row)
+        for row in NodeGroupSums.objects.filter(backend=backend).values_list(
+            *(field.name for field in NodeGroupSums._meta.concrete_fields if field.name not in ("id", "backend"))
+        )
+    )
+    return nodes, pods, usage, memberships, groups

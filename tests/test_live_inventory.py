@@ -14,13 +14,14 @@ from pools import selectors, services
 from pools.choices import ConfigType
 from pools.engine.permissions import METRICS_ROLE
 from pools.inventory.sources import SimulatedSource, WatchEvent
-from pools.models import Backend, Node, Pod, PoolPodUsage, UsageSample
+from pools.models import Backend, Node, NodeGroupSums, Pod, PoolPodUsage, UsageSample
 
 
 def usage_snapshot():
     nodes = sorted(Node.objects.values_list("name", "cpu_used", "memory_used", "storage_used", "gpu_used"))
     pools = sorted(PoolPodUsage.objects.values_list("pool_name", "gpu", "gpu_quota"))
-    return nodes, pools
+    groups = sorted(NodeGroupSums.objects.values_list("placements", "gpu_product", "nodes", "free", "gpu_used", "pods"))
+    return nodes, pools, groups
 
 
 def simulated_backend(actor, name="sim", **extra):
@@ -66,7 +67,9 @@ class TestSimulatedBackend:
         watched = sorted(Pod.objects.values_list("namespace", "name", "phase", "gpu", "resource_version"))
         watched_nodes = sorted(Node.objects.values_list("name", "available", "resource_version"))
         kept_usage = usage_snapshot()
+        assert kept_usage[2], "the pool holds the nodes: they make groups"
         services.usage_refresh(backend=backend)  # recomputed from scratch, the stored usage is the same
+        services.node_groups_refresh(backend=backend)
         assert usage_snapshot() == kept_usage
 
         counts = services.backend_sync(backend=backend, source=source)
@@ -218,4 +221,5 @@ def test_a_resync_moves_usage_with_a_pod_that_changed_node_and_pool(cluster, act
     }
     kept = usage_snapshot()
     services.usage_refresh(backend=backend)
+    services.node_groups_refresh(backend=backend)
     assert usage_snapshot() == kept

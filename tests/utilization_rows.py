@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from pools.models import GpuConsumption, QuietGpu
 
-HOUR = GpuConsumption.Resolution.HOUR
+HOUR, DAY = GpuConsumption.Resolution.HOUR, GpuConsumption.Resolution.DAY
 
 
 def idle_and_hours(backend, now) -> None:
@@ -63,17 +63,20 @@ def idle_and_hours(backend, now) -> None:
         ("team-b", "user", "bob", 3, 3),
         ("team-b", "namespace", "default", 7, 4),
     ]
+    # The hour's row and its day's, as the utilization rounds write them: a report over a period that holds that
+    # whole day (24 hours read soon after midnight) counts the day's row.
     GpuConsumption.objects.bulk_create(
         GpuConsumption(
             backend=backend,
-            resolution=HOUR,
-            start=start,
+            resolution=resolution,
+            start=bucket,
             pool=pool,
             dimension=dimension,
             value=value,
             allocated=allocated,
             idle=idle,
         )
+        for resolution, bucket in ((HOUR, start), (DAY, start.replace(hour=0)))
         for pool, dimension, value, allocated, idle in rows
     )
 

@@ -1,6 +1,7 @@
 """GPU accounting per pool (SEMANTICS §6): the pool list, node summaries per pool and usage series.
 
-Grouped in the database (``node_groups``) so that the overview costs the same few queries for any fleet size.
+Read from the node groups sync keeps (``node_groups``), so that the overview costs the same few queries for any
+fleet size.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
-from functools import cached_property
 
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Max, Q, Sum
 from django.utils import timezone
 
 from accounts import access
@@ -24,108 +24,113 @@ from ..filtersets import PoolFilterSet, filtered
 from ..models import (
     Backend,
     Node,
+    NodeGroupSums,
     Pool,
     PoolPodUsage,
     UsageSample,
     placements_pairs,
+    placements_pool_ids,
 )
-from .inventory import NODE_FREE_GPUS
-from .pools import pool_status
+from .pools import pool_status_of
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeGroup:
     """Nodes of one backend that share their placements, availability, cordoning and GPU product, summed.
 
     ``free`` adds up ``max(0, gpu - used)`` node by node; ``used`` and the other sums are plain sums of the node
     columns (``pods``: non-terminated pods bound to them). Every node with a placement is in exactly one group.
+    The fields from ``available`` on are ``NODE_GROUP_COLUMNS``, in their order.
     """
 
     placements: tuple[tuple[int, str], ...]
+    pool_ids: frozenset[int]  # the pools of ``placements``
     available: bool
     cordoned: bool
     product: str
     nodes: int
     gpu: Decimal
     free: Decimal
-    used: Decimal = Decimal(0)
-    gpu_memory: int = 0
-    cpu: Decimal = Decimal(0)
-    cpu_used: Decimal = Decimal(0)
-    memory: int = 0
-    memory_used: int = 0
-    pods: int = 0
-
-    @cached_property  # read several times per group by each page's summaries
-    def pool_ids(self) -> frozenset[int]:
-        return frozenset(pool_id for pool_id, _ in self.placements)
+    used: Decimal
+    gpu_memory: int
+    cpu: Decimal
+    cpu_used: Decimal
+    memory: int
+    memory_used: int
+    pods: int
 
 
-# What ``node_groups`` adds up per group, by ``NodeGroup`` field.
-GROUP_SUMS = {
-    "nodes": Count("id"),
-    "gpu": Sum("gpu"),
-    "free": Sum(NODE_FREE_GPUS),
-    "used": Sum("gpu_used"),
-    "gpu_memory": Sum("gpu_memory"),
-    "cpu": Sum("cpu"),
-    "cpu_used": Sum("cpu_used"),
-    "memory": Sum("memory"),
-    "memory_used": Sum("memory_used"),
-    "pods": Sum("pods"),
-}
+# The ``NodeGroupSums`` columns that make a ``NodeGroup``'s fields from ``available`` on.
+NODE_GROUP_COLUMNS = (
+    "available",
+    "unschedulable",
+    "gpu_product",
+    "nodes",
+    "gpu",
+    "free",
+    "gpu_used",
+    "gpu_memory",
+    "cpu",
+    "cpu_used",
+    "memory",
+    "memory_used",
+    "pods",
+)
 
 
 def node_groups(backend_ids: Iterable[int]) -> list[NodeGroup]:
-    """The placed nodes of these backends grouped in the database (one statement, so one consistent state).
+    """The placed nodes of these backends in groups, as sync and watch keep them (``NodeGroupSums``).
 
-    A fleet has few distinct groups however many nodes and memberships it has, so only a few rows travel:
-    the pool summaries read these instead of every membership.
+    A fleet has few distinct groups however many nodes and memberships it has (20,000 nodes make about a
+    thousand), so only a few rows travel, in one statement (one consistent state): the pool summaries read
+    these instead of every node or membership.
     """
     rows = (
-        Node.objects.filter(backend_id__in=list(backend_ids))
-        .exclude(placements="")
+        NodeGroupSums.objects.filter(backend_id__in=list(backend_ids))
         .order_by()
-        .values("placements", "available", "unschedulable", "gpu_product")
-        .annotate(**{f"sum_{name}": aggregate for name, aggregate in GROUP_SUMS.items()})
+        .values_list("placements", *NODE_GROUP_COLUMNS)
     )
     return [
-        NodeGroup(
-            placements=tuple(placements_pairs(row["placements"])),
-            available=row["available"],
-            cordoned=row["unschedulable"],
-            product=row["gpu_product"],
-            **{name: row[f"sum_{name}"] or 0 for name in GROUP_SUMS},
-        )
-        for row in rows
+        NodeGroup(placements_pairs(placements), placements_pool_ids(placements), *columns)
+        for placements, *columns in rows
     ]
 
 
 def node_based_pools(pools: Iterable[dict], backend_ids: Iterable[int]) -> set[int]:
     """Ids of the pools whose usage is what runs on their nodes (SEMANTICS §8): label pools and default pools.
 
-    ``pools`` are rows with ``id``, ``name``, ``backend_id`` and ``node_label``.
+    ``pools`` are rows with ``id``, ``name``, ``backend_id`` and ``node_label``, and ``backend__default_pool``
+    when they were read with it (``POOL_SUMMARY_COLUMNS``); without it the backends' default pools are read here.
     """
-    defaults = set(
-        Backend.objects.filter(id__in=list(backend_ids)).exclude(default_pool="").values_list("id", "default_pool")
-    )
+    pools = list(pools)
+    if all("backend__default_pool" in pool for pool in pools):
+        defaults = {(pool["backend_id"], pool["backend__default_pool"]) for pool in pools}
+    else:
+        defaults = set(Backend.objects.filter(id__in=list(backend_ids)).values_list("id", "default_pool"))
     return {pool["id"] for pool in pools if pool["node_label"] or (pool["backend_id"], pool["name"]) in defaults}
 
 
-def pool_gpu_summary(backend_ids: Iterable[int], groups: list[NodeGroup] | None = None) -> dict[int, PoolGpu]:
+# What ``pool_gpu_summary`` reads of each pool.
+POOL_SUMMARY_COLUMNS = ("id", "name", "backend_id", "resources", "node_label", "backend__default_pool")
+
+
+def pool_gpu_summary(
+    backend_ids: Iterable[int], groups: list[NodeGroup] | None = None, pools: list[dict] | None = None
+) -> dict[int, PoolGpu]:
     """GPU accounting (SEMANTICS.md §6) for every pool of these backends, by pool id, in three queries.
 
     Reads the usage sync keeps on nodes and in ``PoolPodUsage``, never the pods themselves. The engine
     receives one stand-in node per ``node_groups`` row instead of every node: each real node is in exactly
     one group, so node sets, capacity and free GPUs come out the same (``tests/test_pool_summary.py``).
-    ``groups`` are these backends' ``node_groups`` when the caller has read them already.
+    ``groups`` are these backends' ``node_groups``, and ``pools`` rows of ``POOL_SUMMARY_COLUMNS`` of their
+    pools (others are left out), when the caller has read them already.
     """
     backend_ids = set(backend_ids)
     if groups is None:
         groups = node_groups(backend_ids)
-    pools = list(
-        Pool.objects.filter(backend_id__in=backend_ids).values("id", "name", "backend_id", "resources", "node_label")
-    )
+    if pools is None:
+        pools = list(Pool.objects.filter(backend_id__in=backend_ids).values(*POOL_SUMMARY_COLUMNS))
+    pools = [pool for pool in pools if pool["backend_id"] in backend_ids]
     node_based = node_based_pools(pools, backend_ids)
     nodes: dict[str, NodeGpu] = {}
     members = defaultdict(set)
@@ -178,51 +183,56 @@ def pool_list(
     from the same read of the nodes; ``with_summary`` adds ``summary``, the pool's ``pool_node_summary``, from it
     too (the overview).
     """
-    # Only the columns a row shows: a pool's documents (templates, validations, resources...) are JSON to decode.
-    columns = ("name", "description", "enable_maintenance", "created_at", "backend_id", *POOL_LIST_BACKEND_COLUMNS)
-    filterset = filtered(PoolFilterSet, filters, Pool.objects.select_related("backend").only(*columns).order_by("name"))
-    pools = filterset.qs
+    filterset = filtered(PoolFilterSet, filters, Pool.objects.order_by("name"))
+    # Every pool, once: for the numbers, and for node sets, which name only the pools the user may see (the
+    # sharing itself stays visible), so visibility is decided once, over all of them. Only the columns used:
+    # a pool's documents (templates, validations...) are JSON to decode.
+    every = list(Pool.objects.order_by("name").values(*POOL_SUMMARY_COLUMNS, *POOL_LIST_COLUMNS))
+    visible = set(access.visible(user, VIEW_POOL, [row["name"] for row in every]))
+    id_names = {row["id"]: row["name"] for row in every if row["name"] in visible}
+    pools = [row for row in every if row["id"] in id_names]
     if names is not None:
-        pools = pools.filter(name__in=list(names))
-    pools = list(pools)
-    # Every pool's name, for node sets; a node set names only the pools the user may see (the sharing
-    # itself stays visible), so visibility is decided once, over all of them.
-    id_names = dict(Pool.objects.values_list("id", "name"))
-    visible = set(access.visible(user, VIEW_POOL, id_names.values()))
-    pools = [pool for pool in pools if pool.name in visible]
-    id_names = {key: name for key, name in id_names.items() if name in visible}
-    backend_ids = {pool.backend_id for pool in pools}
+        names = set(names)
+        pools = [row for row in pools if row["name"] in names]
+    if any(value not in (None, "") for name, value in filterset.form.cleaned_data.items() if name != "free"):
+        listed = set(filterset.qs.values_list("id", flat=True))
+        pools = [row for row in pools if row["id"] in listed]
+    backend_ids = {pool["backend_id"] for pool in pools}
     groups = node_groups(backend_ids)
-    summary = pool_gpu_summary(backend_ids, groups)
+    summary = pool_gpu_summary(backend_ids, groups, every)
     node_counts: dict[int, int] = defaultdict(int)
     if with_nodes:
         for group in groups:
             for pool_id in group.pool_ids:
                 node_counts[pool_id] += group.nodes
-    summaries = _node_summary({pool.pk: pool.name for pool in pools}, groups) if with_summary else {}
+    summaries = _node_summary({pool["id"]: pool["name"] for pool in pools}, groups) if with_summary else {}
     now = timezone.now()
+    node_sets: dict[tuple, list[str]] = {}  # pools that share nodes share their node set: named once
     rows = []
     for pool in pools:
-        gpu = summary.get(pool.pk)
-        if gpu is None:  # deleted between the two reads
-            continue
+        gpu = summary[pool["id"]]
+        if gpu.node_set not in node_sets:
+            node_sets[gpu.node_set] = sorted(id_names[int(key)] for key in gpu.node_set if int(key) in id_names)
+        status = pool_status_of(
+            maintenance=pool["enable_maintenance"], last_heartbeat=pool["backend__last_heartbeat"], now=now
+        )
         rows.append(
             {
-                "name": pool.name,
-                "description": pool.description,
-                "status": str(pool_status(pool, now=now)),
-                "backend": pool.backend.name,
+                "name": pool["name"],
+                "description": pool["description"],
+                "status": str(status),
+                "backend": pool["backend__name"],
                 "shared": gpu.shared,
-                "node_set": sorted(id_names[int(key)] for key in gpu.node_set if int(key) in id_names),
+                "node_set": list(node_sets[gpu.node_set]),
                 "gpu": gpu.as_dict(),
-                **({"backend_id": pool.backend_id} if with_ids else {}),
-                **({"summary": summaries.get(pool.name, EMPTY_NODE_SUMMARY)} if with_summary else {}),
+                **({"backend_id": pool["backend_id"]} if with_ids else {}),
+                **({"summary": summaries.get(pool["name"], EMPTY_NODE_SUMMARY)} if with_summary else {}),
                 **(
                     {
-                        "id": pool.pk,
-                        "created_at": pool.created_at,
-                        "default": pool.backend.default_pool == pool.name,
-                        "node_count": node_counts[pool.pk],
+                        "id": pool["id"],
+                        "created_at": pool["created_at"],
+                        "default": pool["backend__default_pool"] == pool["name"],
+                        "node_count": node_counts[pool["id"]],
                     }
                     if with_nodes
                     else {}
@@ -294,7 +304,8 @@ def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
     ]
 
 
-POOL_LIST_BACKEND_COLUMNS = ("backend__name", "backend__last_heartbeat", "backend__default_pool")
+# What a row of ``pool_list`` reads of its pool besides ``POOL_SUMMARY_COLUMNS``.
+POOL_LIST_COLUMNS = ("description", "enable_maintenance", "created_at", "backend__name", "backend__last_heartbeat")
 EMPTY_NODE_SUMMARY = {"nodes": {}, "platforms": {}}  # a pool whose node set is empty
 
 

@@ -12,9 +12,9 @@ from decimal import Decimal
 from itertools import islice
 from typing import NamedTuple
 
-from django.db.models import Count, DecimalField, F, Max, Q, Sum, TextField, Value
+from django.db.models import Count, Max, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts import access
@@ -43,12 +43,6 @@ from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_p
 from .whatif import project_quota_check
 
 GI = Decimal(1024**3)
-
-
-# A node's free GPUs, never negative (a node may report more in use than allocatable).
-NODE_FREE_GPUS = Greatest(
-    F("gpu") - F("gpu_used"), Value(0), output_field=DecimalField(max_digits=14, decimal_places=3)
-)
 
 
 def node_usage(nodes: Iterable[Node]) -> dict[int, dict[str, Decimal]]:

@@ -122,9 +122,14 @@ def platform_selection_specs(*, backend: Backend) -> Iterator[tuple[Pool, str, d
 
 def pool_status(pool: Pool, *, now=None) -> PoolStatus:
     """MAINTENANCE, else the status of its backend (``models.backend_status``): ONLINE or OFFLINE."""
-    if pool.enable_maintenance:
+    return pool_status_of(maintenance=pool.enable_maintenance, last_heartbeat=pool.backend.last_heartbeat, now=now)
+
+
+def pool_status_of(*, maintenance: bool, last_heartbeat, now=None) -> PoolStatus:
+    """``pool_status`` of a pool read as values: its maintenance switch and its backend's last heartbeat."""
+    if maintenance:
         return PoolStatus.MAINTENANCE
-    return PoolStatus(backend_status(pool.backend.last_heartbeat, now))
+    return PoolStatus(backend_status(last_heartbeat, now))
 
 
 def draft_render(*, pool_name: str, pool: dict, templates: dict[str, Any], user_values: dict | None = None) -> dict:

@@ -38,6 +38,7 @@ from .inventory import (
     lease_owner,
     lease_release,
     membership_recompute,
+    node_groups_refresh,
     usage_refresh,
     watch_events_apply,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "lease_owner",
     "lease_release",
     "membership_recompute",
+    "node_groups_refresh",
     "node_label",
     "pool_maintenance_set",
     "pool_permissions_sync",

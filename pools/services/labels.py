@@ -37,7 +37,7 @@ from pools.inventory.sources import KubernetesSource, NodeChanged, NodeGone, Wat
 from pools.models import Backend, Node, NodeLabelChange
 
 from .actors import Actor
-from .config import authorize_names, config_apply
+from .config import authorize_names, config_apply, config_write_lock
 from .inventory import watch_events_apply
 
 logger = logging.getLogger(__name__)
@@ -218,6 +218,8 @@ def _commit(
     applied = [patch for patch in patches if patch.applied is not None]
     try:
         with transaction.atomic():
+            if config_changes is not None:  # the locks in the order every config change takes them
+                config_write_lock()
             if applied:
                 watch_events_apply(
                     backend=backend, events=[WatchEvent("MODIFIED", "nodes", patch.applied) for patch in applied]

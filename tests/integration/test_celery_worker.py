@@ -75,6 +75,7 @@ def worker(transactional_db, inventory_dir):
         text=True,
     )
     client = Celery(broker=BROKER, backend=BROKER, set_as_current=False)  # the tests after keep the eager app
+    client.worker_pid = process.pid  # for the test of its priority
     try:
         yield client
     finally:
@@ -98,6 +99,12 @@ def test_worker_syncs_a_backend_through_redis(worker, cluster):
     assert set(Node.objects.values_list("name", flat=True)) == {"n1", "n2"}
     assert Backend.objects.get(pk=backend.pk).last_sync_at is not None
     assert time.monotonic() - started < 60
+
+
+def test_the_worker_runs_at_a_lower_cpu_priority_than_what_started_it(worker, cluster):
+    backend = cluster([node("n1", gpu=8)])
+    worker.send_task("pools.tasks.sync_backend", args=[backend.pk]).get(timeout=60)  # it is up and working
+    assert os.getpriority(os.PRIO_PROCESS, worker.worker_pid) == os.getpriority(os.PRIO_PROCESS, 0) + 10
 
 
 def test_a_second_sync_of_the_same_backend_is_skipped_while_one_holds_the_lease(worker, cluster):
