@@ -204,6 +204,9 @@ if not CELERY_BROKER_URL:
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# A worker reserves one message per process beyond what it runs; with the long tasks acknowledged when they
+# end (pools.tasks.LONG_TASK), none while all its processes sync or watch.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULE = {
     "sync-all-backends": {
         "task": "pools.tasks.sync_all_backends",

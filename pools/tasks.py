@@ -18,7 +18,15 @@ from .models import Backend
 logger = logging.getLogger(__name__)
 
 
-@shared_task(ignore_result=False)
+# Syncs and watches are long: they are acknowledged when they end (``acks_late``), so that a worker whose
+# processes are all busy with them reserves no further message (with the prefetch of one in settings) that
+# another worker could run now. If a whole worker is killed, Redis hands its unacknowledged task to a worker
+# again after the transport's visibility timeout (an hour); harmless, as the leases keep one sync and one
+# watch per backend, and a watch's message has expired by then (docs/operations.md, "When a worker dies").
+LONG_TASK = {"ignore_result": False, "acks_late": True}
+
+
+@shared_task(**LONG_TASK)
 def sync_backend(backend_id: int) -> dict:
     """Full sync of one backend; skipped (not queued twice) while another sync of it runs."""
     backend = Backend.objects.filter(pk=backend_id).first()
@@ -50,7 +58,7 @@ def sync_all_backends() -> int:
     return len(backends)
 
 
-@shared_task(ignore_result=False)
+@shared_task(**LONG_TASK)
 def watch_backend(backend_id: int) -> dict:
     """Watch one live backend for ``GPUPOOL["WATCH_TASK_SECONDS"]``, then return; skipped at once while
     another holder has its lease ``watch:<id>``."""

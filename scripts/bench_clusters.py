@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import multiprocessing
 import os
@@ -234,6 +235,55 @@ class Cluster:
     @property
     def prefix(self) -> str:
         return f"c{self.number}-"
+
+
+class ReadParts:
+    """Where a read's time goes: its SQL (the round trips to PostgreSQL, its execution included) and Python's
+    garbage collections during it; the rest is the read's own Python. For the slowest reads' breakdown."""
+
+    def __init__(self):
+        self.sql = self.gc = 0.0
+        self._gc_began = None
+        self.parts: list[tuple[float, float, float]] = []  # (total, sql, gc) per read
+
+    def _wrapper(self, execute, sql, params, many, context):
+        began = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.sql += time.perf_counter() - began
+
+    def _gc(self, phase, info):
+        if phase == "start":
+            self._gc_began = time.perf_counter()
+        elif self._gc_began is not None:
+            self.gc += time.perf_counter() - self._gc_began
+            self._gc_began = None
+
+    @contextlib.contextmanager
+    def timed(self, reads: list[float]):
+        from django.db import connection
+
+        self.sql = self.gc = 0.0
+        gc.callbacks.append(self._gc)
+        began = time.perf_counter()
+        try:
+            with connection.execute_wrapper(self._wrapper):
+                yield
+        finally:
+            total = time.perf_counter() - began
+            gc.callbacks.remove(self._gc)
+            reads.append(total)
+            self.parts.append((total, self.sql, self.gc))
+
+    def slowest(self, fraction: float = 0.05) -> dict[str, float]:
+        """The median SQL, GC and other time of the slowest ``fraction`` of the reads, in seconds."""
+        ranked = sorted(self.parts, reverse=True)[: max(1, int(len(self.parts) * fraction))]
+        return {
+            "total": statistics.median(part[0] for part in ranked),
+            "sql": statistics.median(part[1] for part in ranked),
+            "gc": statistics.median(part[2] for part in ranked),
+        }
 
 
 def load_average() -> str:
@@ -592,12 +642,11 @@ def run(options) -> dict:
         for cluster in clusters:
             cluster.connection.send(("stream", options.rate, options.seconds))
         streaming, reads, naive, created = set(range(len(clusters))), [], [], 0
-        stream_started = time.monotonic()
+        stream_started, parts = time.monotonic(), ReadParts()
         while streaming:
             committed = [(cluster, streamed_pods_committed(cluster)) for cluster in clusters]
-            began = time.perf_counter()
-            selectors.pool_list(user=SYSTEM, with_summary=True)
-            reads.append(time.perf_counter() - began)
+            with parts.timed(reads):
+                selectors.pool_list(user=SYSTEM, with_summary=True)
             shown = time.time()  # the read began after the poll: it shows what the poll found
             for cluster, emitted in committed:
                 cluster.visible.extend(shown - value for value in emitted)
@@ -634,6 +683,7 @@ def run(options) -> dict:
                 "visible_p95": percentile(visible, 0.95),
                 "watch_peak_rss_mb": {name: max(rss.values(), default=0) for name, rss in memory.rss.items()},
                 "load_stream": load_at_stream,
+                "pool_list_slowest": parts.slowest(),
             }
         )
         print(
@@ -644,6 +694,11 @@ def run(options) -> dict:
             f"  pool list while streaming ({len(reads)} reads): p50 {figures['pool_list_p50'] * 1000:.0f} ms, "
             f"p95 {figures['pool_list_p95'] * 1000:.0f} ms; the naive way ({len(naive)} reads): p50 "
             f"{figures['pool_list_naive_p50'] * 1000:.0f} ms, p95 {figures['pool_list_naive_p95'] * 1000:.0f} ms"
+        )
+        slowest = figures["pool_list_slowest"]
+        print(
+            f"  the slowest 5 % of those reads, median: {slowest['total'] * 1000:.0f} ms, of which SQL "
+            f"{slowest['sql'] * 1000:.0f} ms and garbage collection {slowest['gc'] * 1000:.0f} ms"
         )
         print(
             f"  pod created -> visible in the pool list: p50 {figures['visible_p50'] * 1000:.0f} ms, "

@@ -33,7 +33,9 @@ def redis_available() -> bool:
 
 
 @pytest.fixture
-def worker(transactional_db, inventory_dir):
+def start_worker(transactional_db, inventory_dir):
+    """Start a Celery worker process on the test's database and a flushed Redis database: ``start_worker(*options,
+    watch_seconds=...)`` returns a client app (``worker_pid`` is the worker's); stopped after the test."""
     if connection.vendor != "postgresql":
         pytest.skip("the worker shares the test database, which needs PostgreSQL (CI runs this on it)")
     if not redis_available():
@@ -45,45 +47,49 @@ def worker(transactional_db, inventory_dir):
     database_url = (
         f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
     )
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "CELERY_BROKER_URL": BROKER,
-        "CELERY_RESULT_BACKEND": BROKER,
-        "GPUPOOL_INVENTORY_DIR": str(inventory_dir),  # where the test's backends' files are
-        "GPUPOOL_WATCH_TASK_SECONDS": str(WATCH_SECONDS),  # a watch task returns after this long
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "--loglevel=WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    client = Celery(broker=BROKER, backend=BROKER, set_as_current=False)  # the tests after keep the eager app
-    client.worker_pid = process.pid  # for the test of its priority
+    processes = []
+
+    def start(*options: str, watch_seconds: float = WATCH_SECONDS) -> Celery:
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "CELERY_BROKER_URL": BROKER,
+            "CELERY_RESULT_BACKEND": BROKER,
+            "GPUPOOL_INVENTORY_DIR": str(inventory_dir),  # where the test's backends' files are
+            "GPUPOOL_WATCH_TASK_SECONDS": str(watch_seconds),  # a watch task returns after this long
+        }
+        command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=WARNING"]
+        command += options or ("--pool=solo", "--concurrency=1")
+        command += ("--without-gossip", "--without-mingle", "--without-heartbeat")
+        processes.append(
+            subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+        client = Celery(broker=BROKER, backend=BROKER, set_as_current=False)  # the tests after keep the eager app
+        client.worker_pid = processes[-1].pid  # for the test of its priority
+        return client
+
     try:
-        yield client
+        yield start
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def worker(start_worker):
+    return start_worker()
 
 
 def test_worker_syncs_a_backend_through_redis(worker, cluster):
@@ -170,3 +176,39 @@ def test_beats_round_queues_a_watch_that_the_worker_then_runs(worker, actor, clu
     while not services.lease_acquire(name=f"watch:{backend.pk}", owner="next", seconds=60):
         assert time.monotonic() < deadline, "the watch did not end"
         time.sleep(0.2)
+
+
+def test_a_worker_whose_processes_all_watch_leaves_the_next_watch_in_the_queue(start_worker, actor):
+    """A watch occupies its worker process for its whole task; a worker must not take (reserve) another task
+    while all its processes are busy, or that task waits there although another worker is free. Watches and
+    syncs are acknowledged when they end (``acks_late``), so with one process and a prefetch of one the worker
+    takes nothing more until the watch returns: the second watch stays in Redis for any worker."""
+    import redis
+
+    from pools import services
+
+    services.config_apply(
+        changes={
+            ConfigType.BACKEND: {
+                "sim-a": {"kind": "simulated", "seed": 3, "size": 10},
+                "sim-b": {"kind": "simulated", "seed": 4, "size": 10},
+            }
+        },
+        actor=actor,
+    )
+    first, second = Backend.objects.get(name="sim-a"), Backend.objects.get(name="sim-b")
+    client = start_worker("--pool=prefork", "--concurrency=1", "--prefetch-multiplier=1", watch_seconds=10)
+    queue = redis.Redis.from_url(BROKER)
+
+    watching = client.send_task("pools.tasks.watch_backend", args=[first.pk])
+    deadline = time.monotonic() + 60
+    while not Node.objects.filter(backend=first).exists():  # the watch has listed: it runs
+        assert time.monotonic() < deadline, "the first watch did not start"
+        time.sleep(0.1)
+    waiting = client.send_task("pools.tasks.watch_backend", args=[second.pk])
+    time.sleep(2)
+
+    assert not watching.ready()
+    assert queue.llen("celery") == 1, "the busy worker took the second watch off the queue"
+    assert watching.get(timeout=60)["backend"] == "sim-a"
+    assert waiting.get(timeout=60)["backend"] == "sim-b"  # and runs it once the first returns
