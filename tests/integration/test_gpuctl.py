@@ -436,6 +436,62 @@ def test_two_creates_naming_the_same_node_at_once_exactly_one_wins(
     assert set(Pool.objects.filter(name__in=paths).values_list("name", flat=True)) == {winner}
 
 
+def test_label_pools_and_config_changes_at_once_neither_deadlocks(
+    transactional_db, gpuctl_cluster, kube, poolctl, tmp_path
+):
+    """Real parallel clients on PostgreSQL: ``create -f`` and ``delete pool`` write the nodes' labels and a
+    config change in one transaction, while another client changes a pool of the same backend, which
+    recomputes its nodes' memberships. Both take the config write lock before the backend's inventory lock;
+    in the other order PostgreSQL finds a deadlock and fails one of them."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("races need PostgreSQL (SQLite serialises every write); CI's PostgreSQL pass runs this")
+    path = tmp_path / "lab-pool.yaml"
+    path.write_text("kind: pool\nversion: v0.1\npool: {name: lab-pool}\nnodes:\n  gpu-node-4: {gpuType: A10}\n")
+    errors: list[str] = []
+    start = threading.Barrier(2, timeout=30)
+
+    def labelling():
+        try:
+            start.wait()
+            for _ in range(6):
+                for command in (("create", "-f", str(path)), ("delete", "pool", "lab-pool", "--force")):
+                    result = poolctl(*command)
+                    if result.code != 0:
+                        errors.append(f"{' '.join(command)}: {result.err}")
+        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(repr(exc))
+        finally:
+            connection.close()
+
+    def configuring():
+        try:
+            start.wait()
+            for round_ in range(30):
+                services.config_apply(
+                    changes={
+                        ConfigType.POOL: {"default": {"backend": "gpu-cluster", "description": f"round {round_}"}}
+                    },
+                    actor=services.SYSTEM,
+                )
+        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(repr(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=labelling), threading.Thread(target=configuring)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert not errors, errors
+    assert node_labels_shown(kube)["gpu-node-4"][0] == ""  # the last delete took the label off
+    assert not Pool.objects.filter(name="lab-pool").exists()
+    assert Pool.objects.get(name="default").description == "round 29"
+
+
 # --- as a person with a role, through the REST API and the pages ------------------------------------------------
 
 
