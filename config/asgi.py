@@ -4,5 +4,8 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from config.startup import objects_settle
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_asgi_application()
+objects_settle()

@@ -26,3 +26,12 @@ def lower_the_workers_priority(**_) -> None:
     from django.conf import settings
 
     os.nice(settings.GPUPOOL["WORKER_NICE"])
+
+
+@worker_init.connect
+def settle_the_workers_objects(**_) -> None:
+    """What the worker has loaded stays out of the garbage collector's full collections, in the pool processes
+    it forks too (``config.startup.objects_settle``)."""
+    from config.startup import objects_settle
+
+    objects_settle()

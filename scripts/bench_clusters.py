@@ -590,6 +590,10 @@ def run(options) -> dict:
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {Pod._meta.db_table}, {NodeMembership._meta.db_table}")
 
+        if not options.no_settle:  # this process reads as the web server does, whose entry point settles
+            from config.startup import objects_settle
+
+            objects_settle()
         reads = []
         for _ in range(10):
             began = time.perf_counter()
@@ -800,6 +804,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="tasks at once per worker")
     parser.add_argument(
         "--backend-queues", action="store_true", help="a queue per backend (GPUPOOL_BACKEND_QUEUES), dealt to workers"
+    )
+    parser.add_argument(
+        "--no-settle", action="store_true", help="read without config.startup.objects_settle (gc.freeze), as before"
     )
     parser.add_argument("--server-nice", type=int, default=10, help="the stand-in servers' niceness")
     parser.add_argument("--database-url", default=os.environ.get("BENCH_CLUSTERS_DATABASE_URL", DEFAULT_DB))
