@@ -582,14 +582,7 @@ def run(options) -> dict:
             flush=True,
         )
 
-        # What autovacuum does a minute after such a load, done at once (this machine's PostgreSQL runs without
-        # it): without statistics, the stream's polls below (``streamed_pods_committed``) scanned a backend's
-        # 150,000 pods each, four times per read of the pool list, and took the CPU the product needs.
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {Pod._meta.db_table}, {NodeMembership._meta.db_table}")
-
+        # Each first sync analysed the tables it loaded (services.inventory._statistics_refresh).
         if not options.no_settle:  # this process reads as the web server does, whose entry point settles
             from config.startup import objects_settle
 

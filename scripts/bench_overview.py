@@ -202,6 +202,9 @@ def main() -> None:
         f"({NodeMembership.objects.count()} memberships, {Pod.objects.count()} pods) "
         f"on {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
     )
+    from config.startup import objects_settle
+
+    objects_settle()  # the pages are served as by the web server's entry point (config/wsgi.py)
     figures = measure(args.iterations)
     print(
         f"GET / (overview page): median {figures['median']:.1f} ms, p95 {figures['p95']:.1f} ms, "

@@ -648,6 +648,8 @@ def _sync_once(backend: Backend, source, started: float) -> dict:
     except InventoryError as exc:
         Backend.objects.filter(pk=backend.pk).update(last_sync_error=str(exc))
         raise
+    if _loaded_in_bulk(counts):
+        _statistics_refresh()
     for warning in warnings[:20]:
         logger.warning("backend %s: %s", backend.name, warning)
     return {**counts, "duration": duration, "resource_versions": resource_versions}
@@ -1028,6 +1030,28 @@ def watch_events_apply(
     for warning in warnings[:20]:
         logger.warning("backend %s: %s", backend.name, warning)
     return counts
+
+
+def _loaded_in_bulk(counts: dict) -> bool:
+    """Whether a sync created at least a fifth of what it listed (a first sync, or a cluster that grew a lot)."""
+    created = sum(counts[f"{kind}_changed"]["created"] for kind in ("nodes", "pods"))
+    return created >= max(1000, (counts["nodes"] + counts["pods"]) / 5)
+
+
+def _statistics_refresh() -> None:
+    """Update PostgreSQL's statistics of the inventory's tables (``ANALYZE``) after a sync loaded many rows.
+
+    The planner estimates from them: without, after a first sync of 150,000 pods, it took the backend's pods
+    for a few dozen and hashed all of them to find 1,500 by key (75 ms instead of 22 ms per read of stored
+    versions in the next resync). Autovacuum analyses a table some time after it changed, where it runs at
+    all; PostgreSQL's documentation asks for an ``ANALYZE`` after a bulk load. It samples a fixed number of
+    rows per table (~0.1 s at 150,000 pods), after the sync's commit, so it holds no lock of the sync's.
+    """
+    if connection.vendor != "postgresql":
+        return
+    tables = ", ".join(model._meta.db_table for model in (Node, Pod, NodeMembership))
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")
 
 
 def _commit_without_flush() -> None:

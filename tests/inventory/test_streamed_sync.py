@@ -7,12 +7,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from fake_apiserver import FakeApiServer
 from kubernetes import client
 from synced_state import database_state
 
 from pools import services
 from pools.choices import ConfigType
-from pools.fleet.layouts import pool_config
+from pools.fleet.layouts import pool_cluster, pool_config
 from pools.inventory.records import InventoryError
 from pools.inventory.sources import KubernetesSource
 from pools.models import Backend, Lease, Node, Pod, PoolPodUsage
@@ -124,3 +125,23 @@ def test_a_resync_where_most_changed_reads_few_objects_in_vain_before_listing_in
     # pages' half-changed pods overrun that at once, so few are read before the listing shows most changed.
     assert result["listing"] == "full"
     assert server.served["get"] <= services.inventory.MIN_OBJECT_READS
+
+
+def test_a_first_sync_leaves_the_planner_statistics_of_what_it_loaded(backend):
+    """After a sync that loaded many rows, PostgreSQL's statistics count them (``ANALYZE``): without, the next
+    resync's reads by key hashed every pod of the backend, planned for a handful."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("planner statistics are PostgreSQL's (CI's PostgreSQL pass runs this)")
+    nodes, pods = pool_cluster(nodes=40, pods=1500, pools=4, platforms=2, seed=6)
+    with FakeApiServer(nodes, pods) as server:
+        services.backend_sync(backend=backend, source=paged(server))
+
+    def estimated(model) -> float:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [model._meta.db_table])
+            return cursor.fetchone()[0]
+
+    assert estimated(Pod) == Pod.objects.count() > 1000
+    assert estimated(Node) == Node.objects.count() == 40
