@@ -22,6 +22,8 @@ less of the two cores from the product.
 reduced size (default 200 nodes / 6,000 pods, pods streamed at 150/s), loaded once through the API by
 scripts/bench/kube_load.py; between runs the streamed pods are deleted. The API server, etcd and the loader run
 at ``--server-nice``; the API server is stopped at the end, also on Ctrl-C or an error.
+``--busy 0.5``: other work on the machine throughout, one process keeping a CPU busy half the time at the
+default niceness (``workload.other_work``), for the targets that must hold on a normally busy machine.
 
     make bench-sync            # or: .venv/bin/python scripts/bench_sync.py [--runs 3] [--skip-naive] [--json FILE]
     make bench-sync-kube       # or: .venv/bin/python scripts/bench_sync.py --apiserver kube
@@ -54,7 +56,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "bench"))
 sys.path.append(str(ROOT / "tests" / "integration"))  # kube_cluster: the integration tests' kube-apiserver
 
 from run_figures import Measure, format_value, summarise, summary_table  # noqa: E402
-from workload import EMITTED, nodes_by_pool, serve_commands, stream_pod  # noqa: E402
+from workload import EMITTED, nodes_by_pool, other_work, serve_commands, stream_pod  # noqa: E402
 
 KUBE_SCRIPT = ROOT / "scripts" / "kube-apiserver.sh"
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/gpupool_bench"
@@ -909,6 +911,13 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DB))
     parser.add_argument("--server-nice", type=int, default=10, help="the API server's niceness (0: as the product's)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every run's figures and the summary")
+    parser.add_argument(
+        "--busy",
+        type=float,
+        default=0,
+        metavar="FRACTION",
+        help="other work throughout: one process keeping a CPU busy this fraction of the time (0.5: half)",
+    )
     options = parser.parse_args()
     nodes, pods, rate = SIZES[options.apiserver]
     options.nodes = options.nodes or nodes
@@ -920,6 +929,8 @@ def main() -> None:
         parser.error("--burst needs the stand-in server (the real one creates a few hundred pods a second)")
     if options.runs < 1:
         parser.error("--runs must be at least 1")
+    if not 0 <= options.busy < 1:
+        parser.error("--busy must be at least 0 and less than 1")
 
     # A plain `kill` must stop the API server too: SIGTERM then unwinds like Ctrl-C, through the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -933,9 +944,14 @@ def main() -> None:
     print(
         f"{plural(options.runs, 'run')}: {SERVERS[options.apiserver]}, {options.nodes:,} nodes, "
         f"{options.pods:,} pods, {options.rate:,.0f} pods/s for {options.seconds:.0f} s while watching; PostgreSQL; "
-        f"{os.cpu_count()} CPUs, load average {load_average()}",
+        f"{os.cpu_count()} CPUs, load average {load_average()}"
+        + (f"; other work keeps a CPU {options.busy:.0%} busy throughout" if options.busy else ""),
         flush=True,
     )
+    busy = None
+    if options.busy:
+        busy = context.Process(target=other_work, args=(options.busy,), daemon=True)
+        busy.start()
     runs = []
     try:
         databases.prepare(context)
@@ -949,6 +965,8 @@ def main() -> None:
         print("\ninterrupted: stopping the API server and the child processes", file=sys.stderr, flush=True)
         raise SystemExit(130) from None
     finally:
+        if busy is not None:
+            busy.terminate()
         cluster.close()
         databases.drop_template()
         shutil.rmtree(directory, ignore_errors=True)

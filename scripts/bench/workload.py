@@ -67,3 +67,13 @@ def serve_commands(connection, ready: Callable[[], object], handlers: dict[str, 
         return
     except Exception:
         connection.send(("error", traceback.format_exc()))
+
+
+def other_work(fraction: float, period: float = 0.1) -> None:
+    """Child process: other work on the machine, one CPU busy ``fraction`` of every ``period`` at the default
+    niceness and asleep for the rest (``--busy``: targets must hold on a normally busy machine, not a quiet one)."""
+    while True:
+        until = time.perf_counter() + fraction * period
+        while time.perf_counter() < until:
+            pass
+        time.sleep((1 - fraction) * period)
