@@ -56,7 +56,7 @@ def take_over(lease: str) -> None:
 def test_the_lease_outlasts_a_first_list_longer_than_itself(transactional_db):
     if connection.vendor != "postgresql":
         pytest.skip("on SQLite the list's transaction holds the one write lock: no other worker could take the lease")
-    backend = simulated_backend("sim-big", size=300)  # its first list takes seconds: several leases' worth
+    backend = simulated_backend("sim-big", size=900)  # its first list takes seconds: several leases' worth
     lease, lease_seconds = f"watch:{backend.pk}", 1.5
 
     thread, outcome = watch_in_thread(backend, seconds=60, lease_seconds=lease_seconds)
