@@ -8,12 +8,11 @@ summary over every node.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import close_old_connections, connection
+from django.db import connection
 from kube_objects import node, pod
 from naive_summary import naive_gpu_summary, naive_node_summary
+from parallel_clients import at_once
 
 from pools import selectors, services
 from pools.choices import ConfigType
@@ -148,43 +147,24 @@ def test_parallel_watch_batches_and_config_changes_keep_the_sums(inventory_dir, 
         pytest.skip("races need PostgreSQL (SQLite serialises every write); CI's PostgreSQL pass runs this")
     fleet = cluster([node(f"n{i}", gpu=4, labels={"rack": "a" if i % 2 else "b"}) for i in range(12)])
     services.config_apply(changes={ConfigType.POD_TEMPLATE: TEMPLATES, ConfigType.POOL: POOLS}, actor=actor)
-    errors: list[BaseException] = []
-    start = threading.Barrier(2)
 
     def watching():
-        try:
-            start.wait()
-            for round_ in range(15):
-                batch = [
-                    event("pods", pod(f"w{round_}-{i}", node=f"n{(round_ + i) % 12}", gpu=1 + i % 3), "ADDED")
-                    for i in range(6)
-                ]
-                services.watch_events_apply(backend=fleet, events=batch)
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
+        for round_ in range(15):
+            batch = [
+                event("pods", pod(f"w{round_}-{i}", node=f"n{(round_ + i) % 12}", gpu=1 + i % 3), "ADDED")
+                for i in range(6)
+            ]
+            services.watch_events_apply(backend=fleet, events=batch)
 
     def configuring():
-        try:
-            start.wait()
-            for round_ in range(8):
-                rack = "a" if round_ % 2 else "b"
-                services.config_apply(
-                    changes={ConfigType.POD_TEMPLATE: {"rack-a": {"spec": {"nodeSelector": {"rack": rack}}}}},
-                    actor=actor,
-                )
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
+        for round_ in range(8):
+            rack = "a" if round_ % 2 else "b"
+            services.config_apply(
+                changes={ConfigType.POD_TEMPLATE: {"rack-a": {"spec": {"nodeSelector": {"rack": rack}}}}},
+                actor=actor,
+            )
 
-    threads = [threading.Thread(target=watching), threading.Thread(target=configuring)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    close_old_connections()
+    errors = at_once(watching, configuring)
     assert not errors, errors
     assert kept_sums(fleet) == recomputed_sums(fleet)
     assert sum(row[13] for row in kept_sums(fleet)) == 90  # every pod counted once

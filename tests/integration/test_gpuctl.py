@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from parallel_clients import at_once
 from people import person, role
 from test_kubernetes_source import Watcher, wait_for
 
@@ -449,43 +450,21 @@ def test_label_pools_and_config_changes_at_once_neither_deadlocks(
         pytest.skip("races need PostgreSQL (SQLite serialises every write); CI's PostgreSQL pass runs this")
     path = tmp_path / "lab-pool.yaml"
     path.write_text("kind: pool\nversion: v0.1\npool: {name: lab-pool}\nnodes:\n  gpu-node-4: {gpuType: A10}\n")
-    errors: list[str] = []
-    start = threading.Barrier(2, timeout=30)
 
     def labelling():
-        try:
-            start.wait()
-            for _ in range(6):
-                for command in (("create", "-f", str(path)), ("delete", "pool", "lab-pool", "--force")):
-                    result = poolctl(*command)
-                    if result.code != 0:
-                        errors.append(f"{' '.join(command)}: {result.err}")
-        except Exception as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(repr(exc))
-        finally:
-            connection.close()
+        for _ in range(6):
+            for command in (("create", "-f", str(path)), ("delete", "pool", "lab-pool", "--force")):
+                result = poolctl(*command)
+                assert result.code == 0, f"{' '.join(command)}: {result.err}"
 
     def configuring():
-        try:
-            start.wait()
-            for round_ in range(30):
-                services.config_apply(
-                    changes={
-                        ConfigType.POOL: {"default": {"backend": "gpu-cluster", "description": f"round {round_}"}}
-                    },
-                    actor=services.SYSTEM,
-                )
-        except Exception as exc:  # noqa: BLE001 - reported by the main thread
-            errors.append(repr(exc))
-        finally:
-            connection.close()
+        for round_ in range(30):
+            services.config_apply(
+                changes={ConfigType.POOL: {"default": {"backend": "gpu-cluster", "description": f"round {round_}"}}},
+                actor=services.SYSTEM,
+            )
 
-    threads = [threading.Thread(target=labelling), threading.Thread(target=configuring)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads)
+    errors = at_once(labelling, configuring)
     assert not errors, errors
     assert node_labels_shown(kube)["gpu-node-4"][0] == ""  # the last delete took the label off
     assert not Pool.objects.filter(name="lab-pool").exists()
