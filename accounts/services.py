@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound
 from pools.engine.identity import RoleMapping, reconcile_roles, roles_from_claims
-from pools.engine.permissions import CHANGE_USER, VIEW_USER
+from pools.engine.permissions import ADMIN_ROLE, CHANGE_USER, VIEW_USER
 from pools.engine.policy import parse_policies, ungranted
 
-from .access import forget_roles, is_system, require, require_visible, user_roles
+from .access import forget_roles, is_system, require, require_visible, user_role_names, user_roles
 from .models import ApiToken, ExternalIdentity, Role, ServiceAccount
 from .signals import roles_changed
 from .tokens import DISPLAY_PREFIX_LENGTH, token_digest, token_generate
@@ -136,15 +136,13 @@ def api_token_create(*, user, name: str, lifetime: timedelta, principal=None) ->
     """A new token for ``user``; returns the stored row and the token itself, which is never shown again.
 
     ``principal`` is who asks, when not the user themself (an administrator making a service account's
-    token): they need ``CHANGE_USER`` on the user and must hold everything the user's roles allow, since
-    the token acts with those roles.
+    token): since the token acts as the user, they need everything the user may do (``_require_acting_on``).
     """
     name = name.strip()
     if not name:
         raise ConfigError("give the token a name (what script or machine uses it)", field="name")
     if principal is not None and principal != user:
-        _require_user_change(principal, user.get_username(), what=f"making a token for '{user.get_username()}'")
-        _require_grantable(principal, list(user.groups.values_list("name", flat=True)), verb="a token acting with")
+        _require_acting_on(principal, user, what=f"making a token for '{user.get_username()}'")
     secret = token_generate()
     token = ApiToken.objects.create(
         user=user,
@@ -185,6 +183,31 @@ def _require_user_change(principal, username: str, *, what: str) -> None:
     """404 for a user the principal may not see, 403 without ``CHANGE_USER`` on them."""
     require_visible(principal, VIEW_USER, username, label="user")
     require(principal, CHANGE_USER, username, what=what)
+
+
+def _require_acting_on(principal, user, *, what: str) -> None:
+    """What any act on another user needs (SEMANTICS §7.4): ``CHANGE_USER`` on them (404 when they are hidden)
+    and everything they can do: every Allow of every role they hold, and for a superuser, being one (403).
+
+    A token made for someone acts as them, and roles changed for someone change what they can do: without this
+    rule a user manager could become an administrator through the administrator's own account.
+    """
+    username = user.get_username()
+    _require_user_change(principal, username, what=what)
+    if is_system(principal):
+        return
+    if user.is_superuser and not principal.is_superuser:
+        raise AccessDenied(f"{what} needs being a superuser, as '{username}' is one")
+    held = sorted(user_role_names(user))
+    roles = Role.objects.filter(name__in=held).order_by("name")
+    writer = user_roles(principal)
+    for role in roles:
+        missing = ungranted(writer, parse_policies(role.policies, role=role.name))
+        if missing:
+            raise AccessDenied(
+                f"{what} needs everything '{username}' may do; their role '{role.name}' allows {missing[0]}, "
+                "which you are not allowed yourself"
+            )
 
 
 def _require_grantable(principal, role_names, *, verb: str = "giving") -> list[Role]:
@@ -251,19 +274,26 @@ def user_roles_set(*, principal, username: str, roles) -> set[str]:
     """Make ``username`` hold exactly ``roles``; returns the roles held afterwards.
 
     Needs ``CHANGE_USER`` on the user; nobody changes their own roles; every role newly given is held to
-    the no-escalation rule (taking roles away is not an escalation). Superuser status is not a role and is
-    left alone.
+    the no-escalation rule. Acting on another user needs everything they may do (``_require_acting_on``), and
+    taking roles from someone who holds ``osmo-admin`` or is a superuser needs ``osmo-admin``. Superuser status
+    is not a role and is left alone.
     """
     users = get_user_model()
     require_visible(principal, VIEW_USER, username, label="user")
     user = users.objects.select_for_update().filter(username=username).first()
     if user is None:
         raise NotFound(f"user '{username}' does not exist")
-    _require_user_change(principal, username, what=f"changing the roles of '{username}'")
+    what = f"changing the roles of '{username}'"
+    _require_user_change(principal, username, what=what)
     if not is_system(principal) and principal.pk == user.pk:
         raise AccessDenied("you may not change your own roles")
+    _require_acting_on(principal, user, what=what)
     wanted = sorted(set(roles))
     held = set(user.groups.values_list("name", flat=True))
+    removed = held - set(wanted)
+    if removed and (user.is_superuser or ADMIN_ROLE in held) and ADMIN_ROLE not in user_role_names(principal):
+        if not is_system(principal):
+            raise AccessDenied(f"removing roles from '{username}', who administers the console, needs {ADMIN_ROLE}")
     _require_grantable(principal, [name for name in wanted if name not in held])
     unknown = set(wanted) - set(Role.objects.filter(name__in=wanted).values_list("name", flat=True))
     if unknown:

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "pools.middleware.RequestLimitsMiddleware",
+    "pools.middleware.StatementCapMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -69,6 +70,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lockout answer
 ]
 
@@ -182,6 +184,24 @@ AXES_LOCKOUT_CALLABLE = "accounts.throttling.locked_out_response"
 AXES_DISABLE_ACCESS_LOG = True  # sign-ins are recorded elsewhere (last_login, ExternalIdentity)
 AXES_VERBOSE = False  # no start-up banner on every manage.py and poolctl command
 
+# Every answer carries a Content-Security-Policy (django-csp, SEMANTICS §7.4): scripts only from the console's own
+# files (no inline script, no eval), nothing loaded from elsewhere, no framing. Styles may be inline (the pages'
+# bars, the charts' and Redoc's generated styles); Redoc's workers start from blob: URLs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 # Production (DEBUG=0): HTTPS only, secure cookies, HSTS. Behind a TLS-terminating proxy set
 # SECURE_PROXY_SSL_HEADER=1 so Django trusts its X-Forwarded-Proto.
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
@@ -262,6 +282,8 @@ SPECTACULAR_SETTINGS = {
 # The only directory `file` backends (and simulated backends' blueprints) may read inventories from; the demo
 # writes its blueprints below it (SEMANTICS §7.3).
 GPUPOOL_INVENTORY_DIR = Path(os.environ.get("GPUPOOL_INVENTORY_DIR") or VAR_DIR / "inventory")
+# The only directory `kubernetes` backends' kubeconfig files may be read from (SEMANTICS §7.4).
+GPUPOOL_KUBECONFIG_DIR = Path(os.environ.get("GPUPOOL_KUBECONFIG_DIR") or VAR_DIR / "kubeconfig")
 
 # Pool semantics that are deployment settings rather than per-object config (SEMANTICS.md §6).
 GPUPOOL = {
@@ -280,6 +302,8 @@ GPUPOOL = {
     # How much lower a Celery worker's CPU priority is than the processes that start it (``nice``): where the
     # workers share CPUs with the web server, streaming clusters leave the pages their share (0: the same).
     "WORKER_NICE": int(os.environ.get("GPUPOOL_WORKER_NICE", "10")),
+    # The longest a request handler's SQL statement may run on PostgreSQL before it is stopped (a 503).
+    "STATEMENT_TIMEOUT_MS": int(os.environ.get("GPUPOOL_STATEMENT_TIMEOUT_MS", "5000")),
 }
 
 LOGGING = {

@@ -3,7 +3,9 @@
 import django_filters
 from django import forms
 from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
+from django.db.models.lookups import Exact
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -21,6 +23,7 @@ from .choices import (
     ResourceType,
 )
 from .engine.errors import ConfigError
+from .engine.search import Term, parse_search
 from .models import (
     Backend,
     ConfigRevision,
@@ -62,19 +65,47 @@ class StrictBooleanFilter(django_filters.TypedChoiceFilter):
         super().__init__(*args, choices=choices, coerce=lambda value: value in ("true", "1"), **kwargs)
 
 
+class SearchField(forms.CharField):
+    """A search box's text, read by the search grammar (``engine.search``): its terms, or a form error."""
+
+    def clean(self, value):
+        text = super().clean(value)
+        try:
+            return parse_search(text)
+        except ConfigError as exc:
+            raise forms.ValidationError(exc.problems[0].message) from None
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class SearchFilter(django_filters.Filter):
+    """``q``: every term of the search grammar must match (``SearchFilterSet.term_condition`` says how)."""
+
+    field_class = SearchField
+
+    def filter(self, queryset, terms):
+        if not terms:
+            return queryset
+        for term in terms:
+            queryset = queryset.filter(self.parent.term_condition(term))
+        return queryset
+
+
 class SearchFilterSet(django_filters.FilterSet):
-    """Adds ``q``: a case-insensitive search over ``search_fields``."""
+    """Adds ``q``: the search grammar of ``engine.search`` over ``search_fields``.
+
+    Each word is a case-insensitive substring of one of the fields; a ``key=value`` term is a plain word here
+    (lists with labels override ``term_condition``). User text is only ever a value compared with.
+    """
 
     search_fields: tuple[str, ...] = ("name",)
-    q = django_filters.CharFilter(method="search", label="Search")
+    q = SearchFilter(label="Search")
 
-    def search(self, queryset, name, value):
-        if not value.strip():
-            return queryset
+    def term_condition(self, term: Term) -> Q:
+        word = term.word or f"{term.key}={term.value}"
         condition = Q()
         for field in self.search_fields:
-            condition |= Q(**{f"{field}__icontains": value.strip()})
-        return queryset.filter(condition)
+            condition |= Q(**{f"{field}__icontains": word})
+        return condition
 
 
 class BackendFilterSet(SearchFilterSet):
@@ -144,7 +175,7 @@ class NodePoolFilterSet(SearchFilterSet):
     """
 
     search_fields = ("name", "node_label__key", "node_label__value", "backend__name")
-    q = django_filters.CharFilter(method="search", label="text in the name, label key or value, or backend")
+    q = SearchFilter(label="words in the name, label key or value, or backend")
     status = django_filters.ChoiceFilter(
         choices=NodePoolStatus.choices, method="after_counting", label=f"one of {', '.join(NodePoolStatus.values)}"
     )
@@ -244,7 +275,7 @@ class NodeFilterSet(SearchFilterSet):
     node's name, GPU product or labels, and ``key=value`` finds that label.
     """
 
-    q = django_filters.CharFilter(method="search", label="text in the name, GPU product or labels; or key=value")
+    q = SearchFilter(label="words in the name, GPU product or labels; key=value for one label")
     name = django_filters.CharFilter(label="node name")
     backend = django_filters.CharFilter(field_name="backend__name", label="backend name")
     pool = NamesFilter(method="by_placement", label="pool names, repeated or comma-separated")
@@ -262,19 +293,14 @@ class NodeFilterSet(SearchFilterSet):
         model = Node
         fields = ["name", "backend", "gpu_product", "available", "pool", "platform"]
 
-    def search(self, queryset, name, value):
-        needle = value.strip()
-        if not needle:
-            return queryset
+    def term_condition(self, term: Term):
+        if term.is_label:
+            # The key is one JSON key, never a lookup path: ``x__isnull`` or ``regex`` are just keys no node has.
+            return Exact(KeyTextTransform(term.key, "labels"), term.value)
         # ``labels_text`` is the labels' JSON as text, already in lower case: label keys and values match as text,
         # in any case, with neither the JSON serialised nor the case changed per node and query.
-        condition = (
-            Q(name__icontains=needle) | Q(gpu_product__icontains=needle) | Q(labels_text__contains=needle.lower())
-        )
-        key, equals, label_value = needle.partition("=")
-        if equals and key.strip():
-            condition |= Q(**{f"labels__{key.strip()}": label_value.strip()})
-        return queryset.filter(condition)
+        word = term.word
+        return Q(name__icontains=word) | Q(gpu_product__icontains=word) | Q(labels_text__contains=word.lower())
 
     def by_placement(self, queryset, name, value):
         # Both in one filter() call, so that one membership must match both (the first of the two does it).

@@ -1,4 +1,4 @@
-"""Requests refused before anything reads them (SEMANTICS §7.3).
+"""Requests refused before anything reads them (SEMANTICS §7.3), and bounded while they run (§7.4).
 
 Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (or a form with too many fields) by raising
 while it is read, which happens in CSRF's check before any view runs; with ``DEBUG`` on it then answers
@@ -6,6 +6,10 @@ its debug page. This middleware answers first, and cleanly: 413 for a body that 
 form Django will not parse, and 400 for a NUL character in the URL or a form (PostgreSQL cannot store or
 even compare text holding one, so it would fail in the database). Under ``/api/`` the answer has the API's
 error shape; pages get a short text.
+
+``StatementCapMiddleware`` caps every SQL statement a request handler runs on PostgreSQL
+(``statement_timeout``): a search or a page that would make the database work for minutes is stopped after
+``GPUPOOL_STATEMENT_TIMEOUT_MS`` and answers 503 saying so, never a 500 and never a hung worker.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.db import OperationalError, connection
 from django.http import HttpResponse, JsonResponse, QueryDict
 
 from pools.api.errors import errors_body
@@ -74,3 +79,59 @@ class RequestLimitsMiddleware:
         if _holds_nul(fields):
             return _refusal(request, 400, "the form must not contain NUL characters")
         return None
+
+
+# PostgreSQL's SQLSTATE for a statement cancelled, by statement_timeout here.
+QUERY_CANCELED = "57014"
+_CAPPED = "_gpupool_statement_cap"
+
+
+def statement_cap_ms() -> int:
+    return int(settings.GPUPOOL["STATEMENT_TIMEOUT_MS"])
+
+
+def cap_statements() -> None:
+    """Put this thread's PostgreSQL connection under ``statement_timeout``, once per connection.
+
+    The ``SET`` goes to the driver's connection directly: it is the connection's setting, not one of the
+    handler's queries (which the query-count tests count).
+    """
+    if connection.vendor != "postgresql":
+        return
+    connection.ensure_connection()
+    cap = (connection.connection, statement_cap_ms())
+    if getattr(connection, _CAPPED, None) == cap:
+        return
+    cap[0].execute(f"SET statement_timeout = {cap[1]:d}")
+    setattr(connection, _CAPPED, cap)
+
+
+def statement_cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL stopping a statement that ran past ``statement_timeout``."""
+    cause = exc.__cause__ if isinstance(exc, OperationalError) else None
+    return getattr(cause, "sqlstate", None) == QUERY_CANCELED
+
+
+def statement_cancelled_message() -> str:
+    return (
+        f"the database stopped this request after {statement_cap_ms() / 1000:g} s; "
+        "nothing was changed: narrow the search or the filters and try again"
+    )
+
+
+class StatementCapMiddleware:
+    """Caps the SQL statements of every request; a statement stopped by the cap answers 503, saying so."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        cap_statements()
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not statement_cancelled(exception):
+            return None
+        response = _refusal(request, 503, statement_cancelled_message())
+        response["Retry-After"] = "5"
+        return response

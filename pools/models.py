@@ -66,6 +66,10 @@ class Backend(models.Model):
     default_pool = models.CharField(
         max_length=128, blank=True, help_text="the pool holding every node in no other pool of this backend"
     )
+    # Where an administrator last confirmed the credentials may go: they are sent only while the backend's
+    # prometheus_url and prometheus_token_env are still these (SEMANTICS §7.4). Not part of the document.
+    prometheus_confirmed_url = models.CharField(max_length=1024, blank=True, editable=False)
+    prometheus_confirmed_env = models.CharField(max_length=128, blank=True, editable=False)
     builtin = models.BooleanField(default=False, editable=False)
 
     last_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)

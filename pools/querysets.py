@@ -171,6 +171,19 @@ class NodeQuerySet(models.QuerySet):
         placed = NodeMembership.objects.values("node_id")
         return self.filter(Q(pk__in=members) | ~Q(pk__in=placed))
 
+    def of_hidden_pools(self, principal):
+        """The nodes that belong to at least one pool ``principal`` may not see (none for SYSTEM).
+
+        For writes (SEMANTICS §7.4): such a node is not the writer's to move, relabel or select, even when it
+        also belongs to one of their pools, and it answers as a node that does not exist.
+        """
+        from pools.models import NodeMembership
+
+        if is_system(principal):
+            return self.none()
+        seen = visible_pool_ids(principal)
+        return self.filter(pk__in=NodeMembership.objects.exclude(pool_id__in=list(seen)).values("node_id"))
+
 
 class PodQuerySet(models.QuerySet):
     def restrict(self, principal):

@@ -8,8 +8,6 @@ A URL that serves both a page and its htmx fragment says ``Vary: HX-Request``.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections.abc import Callable
@@ -64,6 +62,7 @@ from .forms import (
 )
 from .inventory.records import InventoryError
 from .querysets import sees_whole_fleet
+from .tables import csv_text
 from .templatetags import console as console_tags
 
 OVERVIEW_POLL_SECONDS = 5
@@ -129,12 +128,8 @@ def export(rows: list[dict], columns: list[str], filename: str, fmt: str) -> Htt
     if fmt == "json":
         response = JsonResponse(rows, safe=False, json_dumps_params={"indent": 2})
     else:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([row.get(column, "") for column in columns])
-        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+        text = csv_text(columns, ([row.get(column, "") for column in columns] for row in rows))
+        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return response
 

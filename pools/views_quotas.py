@@ -8,7 +8,6 @@ Thin like the other pages: figures from ``pools.selectors`` (``quota_figures`` u
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -21,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from . import selectors, services
 from .choices import UnitStatus
 from .engine.errors import AccessDenied, ConfigError, NotFound
+from .engine.numbers import parse_number
 from .views import actor_of, export, gate_answers
 
 PROJECT_COLUMNS = [
@@ -78,16 +78,6 @@ def departments(request):
 # --- the quota grid ------------------------------------------------------------------------------------------
 
 
-def _number(text: str, where: str) -> int | float:
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        raise ConfigError(f"'{text[:40]}' is not a number", field=where) from None
-    if not value.is_finite():
-        raise ConfigError("must be a finite number", field=where)
-    return int(value) if value == int(value) else float(value)
-
-
 def grid_changes(post, grid: dict) -> list[dict]:
     """The quotas the grid's form changes: each cell whose deserved, limit or weight differs from the figure the
     page showed (``unit-I``/``pool-J`` name row and column; ``q-I-J-deserved`` etc. the cell's fields)."""
@@ -112,12 +102,12 @@ def grid_changes(post, grid: dict) -> list[dict]:
             gpu = {}
             for field, current in (("deserved", cell["deserved"]), ("limit", cell["limit"])):
                 if names[field] in post:
-                    value = _number(post[names[field]], f"{unit} on {pool}: GPU {field}")
+                    value = parse_number(post[names[field]], field=f"{unit} on {pool}: GPU {field}")
                     if value != current:
                         gpu[field] = value
             if names["weight"] in post:
                 text = post[names["weight"]].strip()
-                weight = None if text == "" else _number(text, f"{unit} on {pool}: over-quota weight")
+                weight = None if text == "" else parse_number(text, field=f"{unit} on {pool}: over-quota weight")
                 if weight != cell["over_quota_weight"]:
                     gpu["overQuotaWeight"] = weight
             if gpu:

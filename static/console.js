@@ -33,6 +33,13 @@
     }
   });
 
+  // A filter that applies as soon as it changes (data-submit-on-change): its form is sent. Pages hold no inline
+  // script (the Content-Security-Policy allows none), so behaviours are attributes read here.
+  document.addEventListener("change", function (event) {
+    var field = event.target.closest("[data-submit-on-change]");
+    if (field && field.form) field.form.submit();
+  });
+
   // Switch between two renderings of one document (YAML / JSON): data-show names the one to show.
   onClick("[data-show]", function (button) {
     var group = button.closest("[data-formats]");

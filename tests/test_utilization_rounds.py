@@ -222,7 +222,8 @@ def test_a_backend_names_its_prometheus_and_where_its_credentials_are(cluster, a
         ("ftp://prometheus:9090", "", "http:// or https://"),
         ("http://user:secret@prometheus:9090", "", "must not carry credentials"),
         ("http://prometheus:9090", "SECRET_KEY", "GPUPOOL_PROMETHEUS_"),
-        ("", "GPUPOOL_PROMETHEUS_TOKEN", "need a prometheus_url"),
+        ("http://prometheus:9090", "GPUPOOL_PROMETHEUS_PROD_TOKEN", "the backend's own credentials"),
+        ("", "GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN", "need a prometheus_url"),
     ):
         with pytest.raises(ConfigError, match=message):
             services.config_apply(
@@ -239,21 +240,21 @@ def test_a_backend_names_its_prometheus_and_where_its_credentials_are(cluster, a
                 backend.name: {
                     **body,
                     "prometheus_url": "http://127.0.0.1:9",
-                    "prometheus_token_env": "GPUPOOL_PROMETHEUS_T",
+                    "prometheus_token_env": "GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN",
                 }
             }
         },
         actor=actor,
     )
     backend.refresh_from_db()
-    monkeypatch.delenv("GPUPOOL_PROMETHEUS_T", raising=False)
-    with pytest.raises(PrometheusError, match="GPUPOOL_PROMETHEUS_T"):
+    monkeypatch.delenv("GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN", raising=False)
+    with pytest.raises(PrometheusError, match="GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN"):
         selectors.prometheus_client(backend)
-    monkeypatch.setenv("GPUPOOL_PROMETHEUS_T", "reader:s3cret")
+    monkeypatch.setenv("GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN", "reader:s3cret")
     assert selectors.prometheus_client(backend)._session.auth == ("reader", "s3cret")
-    monkeypatch.setenv("GPUPOOL_PROMETHEUS_T", "abc.def")
+    monkeypatch.setenv("GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN", "abc.def")
     assert selectors.prometheus_client(backend)._session.headers["Authorization"] == "Bearer abc.def"
-    assert "GPUPOOL_PROMETHEUS_T" in os.environ
+    assert "GPUPOOL_PROMETHEUS_WITH_PROMETHEUS_TOKEN" in os.environ
 
 
 def test_history_moments_cover_a_week_densest_at_the_end():

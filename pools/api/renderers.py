@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from rest_framework.renderers import BaseRenderer
+
+from pools.tables import csv_text
 
 
 def _flat(row: dict, prefix: str = "") -> dict:
@@ -42,8 +42,4 @@ class CSVRenderer(BaseRenderer):
         if not columns:
             for row in rows:
                 columns.extend(column for column in row if column not in columns)
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-        return out.getvalue().encode(self.charset)
+        return csv_text(columns, ([row.get(column, "") for column in columns] for row in rows)).encode(self.charset)

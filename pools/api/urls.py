@@ -1,7 +1,7 @@
 """Routes of the API under ``/api/``: a router for the model endpoints, explicit paths for the rest."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from . import label_pools, quotas, users, utilization, views
@@ -27,7 +27,7 @@ platforms = views.PoolPlatformViewSet
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", views.RedocView.as_view(url_name="api:schema"), name="redoc"),
     path(
         "pools/<str:pool_name>/platforms/",

@@ -34,8 +34,10 @@ from .fields import (
 from .files import parse_document, read_document, split_document
 from .gpuctl import gpuctl_file_parse
 from .state import (
+    Namer,
     default_pool_of,
     department_projects,
+    plain_name,
     pool_references,
     quota_holders,
     quota_pools,

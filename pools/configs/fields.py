@@ -19,7 +19,7 @@ from ..engine.labels import label_key_problem, label_value_problem
 from ..engine.policy import parse_policies, policies_from_legacy_actions
 from ..engine.quantities import parse_duration
 from ..engine.validation import parse_rules
-from ..inventory.files import inventory_path_problem
+from ..inventory.files import inventory_path_problem, kubeconfig_path_problem
 from .values import INT32_MAX, INT32_MIN
 
 # Names of every config object and platform (no spaces or colons: Node.placements relies on it).
@@ -53,8 +53,24 @@ BACKEND_FIELDS = (
     "prometheus_token_env",
 )
 # Prometheus's credentials are never in a document: a backend names the environment variable that holds them,
-# and only variables with this prefix may be named (so a document cannot send the server's other secrets away).
+# and only its own variables, ``GPUPOOL_PROMETHEUS_<BACKEND>`` or ``GPUPOOL_PROMETHEUS_<BACKEND>_<WORD>`` (so a
+# document can name neither the server's other secrets nor another backend's credentials).
 PROMETHEUS_TOKEN_ENV_PREFIX = "GPUPOOL_PROMETHEUS_"
+
+
+def prometheus_env_key(backend: str) -> str:
+    """The part of a credentials variable's name that says which backend it is for: ``prod-a`` is ``PROD_A``."""
+    return re.sub(r"[^A-Z0-9]", "_", backend.upper())
+
+
+def prometheus_env_problem(token_env: str, backend: str) -> str:
+    """Why ``token_env`` cannot hold backend ``backend``'s Prometheus credentials (empty when it can)."""
+    own = PROMETHEUS_TOKEN_ENV_PREFIX + prometheus_env_key(backend)
+    if token_env == own or re.fullmatch(re.escape(own) + r"_[A-Z0-9]+", token_env):
+        return ""
+    return f"must be {own} or {own}_<WORD> (upper-case letters and digits): the backend's own credentials"
+
+
 DEFAULT_POOL_LABEL_KEY = "runwhere.ai/pool"
 ROLE_FIELDS = ("description", "policies", "external_roles", "sync_mode", "immutable")
 # A department's and a project's fields (SEMANTICS §9), in the order their bodies show them. ``resources`` is
@@ -206,7 +222,7 @@ def prometheus_url_problem(url: str) -> str:
     return ""
 
 
-def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
+def normalize_backend(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
     reader = _Reader(body, where)
     reader.reject_unknown(set(BACKEND_FIELDS))
     kind = reader.string("kind", BackendKind.FILE)
@@ -239,12 +255,8 @@ def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
     if problem:
         reader.fail("prometheus_url", problem)
     token_env = normalized["prometheus_token_env"]
-    if token_env and not re.fullmatch(re.escape(PROMETHEUS_TOKEN_ENV_PREFIX) + r"[A-Z0-9_]+", token_env):
-        reader.fail(
-            "prometheus_token_env",
-            f"must be the name of an environment variable starting with {PROMETHEUS_TOKEN_ENV_PREFIX} "
-            "(upper-case letters, digits and _)",
-        )
+    if token_env and (problem := prometheus_env_problem(token_env, name)):
+        reader.fail("prometheus_token_env", problem)
     if token_env and not normalized["prometheus_url"]:
         reader.fail("prometheus_token_env", "credentials need a prometheus_url")
     problem = label_key_problem(normalized["pool_label_key"])
@@ -254,6 +266,8 @@ def normalize_backend(body: Any, where: str) -> tuple[dict, list[Problem]]:
         reader.problems.extend(check_name(normalized["default_pool"], reader.path("default_pool")))
     if normalized["writable"] and kind != BackendKind.KUBERNETES:
         reader.fail("writable", "only a kubernetes backend can be writable")
+    if normalized["kubeconfig"] and (problem := kubeconfig_path_problem(normalized["kubeconfig"])):
+        reader.fail("kubeconfig", problem)
     if normalized["source"] and kind in (BackendKind.FILE, BackendKind.SIMULATED):
         problem = inventory_path_problem(normalized["source"])
         if problem:
@@ -627,7 +641,7 @@ def normalize_body(config_type: ConfigType, name: str, body: Any) -> Any:
     where = f"{TYPE_LABELS[config_type]} '{name}'"
     problems = check_name(name, where)
     if config_type == ConfigType.BACKEND:
-        normalized, found = normalize_backend(body, where)
+        normalized, found = normalize_backend(body, where, name)
     elif config_type == ConfigType.POD_TEMPLATE:
         normalized, found = normalize_pod_template(body, where)
     elif config_type == ConfigType.RESOURCE_VALIDATION:

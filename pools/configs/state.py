@@ -3,6 +3,8 @@ reference resolves."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..choices import TYPE_LABELS, ConfigType
 from ..engine.errors import ConfigError, Problem
 
@@ -49,14 +51,15 @@ def quota_pools(body: dict) -> list[str]:
     return [entry["nodePool"] for entry in body.get("resources", [])]
 
 
-def quota_holders(state: dict, pool_name: str) -> list[str]:
-    """The departments and projects with a quota on ``pool_name``, as ``department 'a'``, sorted."""
-    return [
-        f"{TYPE_LABELS[config_type]} '{name}'"
+def quota_holders(state: dict, pool_name: str) -> dict[ConfigType, list[str]]:
+    """The departments and the projects with a quota on ``pool_name``, by type, sorted (no empty entries)."""
+    holders = {
+        config_type: [
+            name for name, body in sorted(state.get(config_type, {}).items()) if pool_name in quota_pools(body)
+        ]
         for config_type in (ConfigType.DEPARTMENT, ConfigType.PROJECT)
-        for name, body in sorted(state.get(config_type, {}).items())
-        if pool_name in quota_pools(body)
-    ]
+    }
+    return {config_type: names for config_type, names in holders.items() if names}
 
 
 def department_projects(state: dict, department: str) -> list[str]:
@@ -64,7 +67,17 @@ def department_projects(state: dict, department: str) -> list[str]:
     return sorted(name for name, body in state.get(ConfigType.PROJECT, {}).items() if body["department"] == department)
 
 
-def _quota_problems(state: dict) -> list[Problem]:
+# How a rule names an object other than the one it is about: ``namer(ConfigType.PROJECT, "x")`` is
+# ``"project 'x'"``, or for a writer who may not see it, words that do not name it (SEMANTICS §7.4).
+Namer = Callable[[ConfigType, str], str]
+
+
+def plain_name(config_type: ConfigType, name: str) -> str:
+    """``project 'x'``: every object named, for whoever may see everything."""
+    return f"{TYPE_LABELS[config_type]} '{name}'"
+
+
+def _quota_problems(state: dict, namer: Namer) -> list[Problem]:
     """A project's department exists; every quota names an existing pool; a namespace has one project."""
     problems = []
     pools = state.get(ConfigType.POOL, {})
@@ -84,14 +97,20 @@ def _quota_problems(state: dict) -> list[Problem]:
                 owner = owners.setdefault(namespace, name)
                 if owner != name:
                     problems.append(
-                        Problem(f"{where}.namespaces", f"namespace '{namespace}' belongs to project '{owner}'")
+                        Problem(
+                            f"{where}.namespaces",
+                            f"namespace '{namespace}' belongs to {namer(ConfigType.PROJECT, owner)}",
+                        )
                     )
     return problems
 
 
-def validate_state(state: dict) -> None:
+def validate_state(state: dict, namer: Namer = plain_name) -> None:
     """Check the rules that span objects: every reference from a pool names an existing object, a backend's
     default pool is one of its pools, and no two pools of a backend are defined by the same node label.
+
+    ``namer`` names the other objects a problem is about (the project owning a namespace, the pool holding a
+    label), so that a writer is never told the name of something they may not see.
     """
     problems = []
     pools = state.get(ConfigType.POOL, {})
@@ -118,7 +137,7 @@ def validate_state(state: dict) -> None:
             problems.append(
                 Problem(
                     f"pool '{pool_name}'.node_label",
-                    f"pool '{owner}' of backend '{pool['backend']}' is already the pool of "
+                    f"{namer(ConfigType.POOL, owner)} of backend '{pool['backend']}' is already the pool of "
                     f"{label['key']}={label['value']}",
                 )
             )
@@ -133,6 +152,6 @@ def validate_state(state: dict) -> None:
                             f"{TYPE_LABELS[ref_type]} '{ref}' does not exist",
                         )
                     )
-    problems.extend(_quota_problems(state))
+    problems.extend(_quota_problems(state, namer))
     if problems:
         raise ConfigError(problems)

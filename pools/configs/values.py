@@ -10,19 +10,13 @@ from typing import Any
 
 from ..choices import ConfigType
 from ..engine.errors import ConfigError
+from ..engine.numbers import parse_number
 
 # What the database columns hold (PostgreSQL's integer is 32-bit signed), so a value is refused, not overflowed.
 INT32_MAX = 2**31 - 1
 
 
 INT32_MIN = -(2**31)
-
-
-# Numbers as people type them for variables: short enough to be an int64 or a float without surprise.
-_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}", re.ASCII)
-
-
-_DECIMAL_NUMBER = re.compile(r"-?[0-9]{1,18}\.[0-9]{1,18}", re.ASCII)
 
 
 _REVISION_NUMBER = re.compile(r"[0-9]{1,10}", re.ASCII)
@@ -41,15 +35,14 @@ def parse_config_type(value: str) -> ConfigType:
 def variable_value(text: str) -> int | float | str:
     """A variable's value as typed (``--set USER_GPU=2``, the what-if form): a number when it reads as one.
 
-    Whole numbers of up to 18 ASCII digits become ints and decimals of up to 18 digits on each side floats;
+    A number is read by the one number parser (``engine.numbers``: ints for whole numbers, floats otherwise);
     anything else stays the string it is, for the rules to read as a quantity or to refuse.
     """
     value = text.strip()
-    if _WHOLE_NUMBER.fullmatch(value):
-        return int(value)
-    if _DECIMAL_NUMBER.fullmatch(value):
-        return float(value)
-    return value
+    try:
+        return parse_number(value)
+    except ConfigError:
+        return value
 
 
 def parse_assignments(assignments: list[str]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class Action(StrEnum):
     CONFIG_UPDATE = "config:Update"
     BACKEND_READ = "backend:Read"
     BACKEND_UPDATE = "backend:Update"
+    BACKEND_CREDENTIALS = "backend:Credentials"
     ROLE_READ = "role:Read"
     USER_READ = "user:Read"
     USER_UPDATE = "user:Update"
@@ -90,6 +91,13 @@ VIEW_BACKEND = Permission(
 OPERATE_BACKEND = Permission(
     "operate_backend", Action.BACKEND_UPDATE, ResourceType.BACKEND, "sync the backend now, label its nodes"
 )
+CONFIRM_CREDENTIALS = Permission(
+    "confirm_credentials",
+    Action.BACKEND_CREDENTIALS,
+    ResourceType.BACKEND,
+    "send the backend's Prometheus credentials to its prometheus_url: a change of that URL by anyone else drops "
+    "them until this is confirmed by saving the backend",
+)
 VIEW_CONFIG = Permission(
     "view_config", Action.CONFIG_READ, ResourceType.CONFIG, "read pod templates or validation rules (per type)"
 )
@@ -130,6 +138,7 @@ PERMISSIONS: tuple[Permission, ...] = (
     USE_POOL,
     VIEW_BACKEND,
     OPERATE_BACKEND,
+    CONFIRM_CREDENTIALS,
     VIEW_CONFIG,
     CHANGE_CONFIG,
     VIEW_ROLE,

@@ -5,7 +5,8 @@ whoever may write a backend could otherwise make the console read ``/etc/shadow`
 answer whether it exists) or ``/dev/zero`` (and fill its memory). Sources must therefore resolve, symlinks
 followed, below ``GPUPOOL_INVENTORY_DIR`` (where the demo writes its backends' blueprints too). That is
 checked when a backend is written and again when the file is read; a file outside, missing or unreadable gets
-the same answer. Only regular files of at most ``MAX_INVENTORY_BYTES`` are read.
+the same answer. Only regular files of at most ``MAX_INVENTORY_BYTES`` are read. A ``kubernetes`` backend's
+``kubeconfig`` is confined the same way, below ``GPUPOOL_KUBECONFIG_DIR`` (SEMANTICS §7.4).
 """
 
 from __future__ import annotations
@@ -29,13 +30,19 @@ def inventory_dir() -> str:
     return os.path.realpath(settings.GPUPOOL_INVENTORY_DIR)
 
 
-def _allowed_location(path: str) -> str | None:
-    """``path`` with symlinks resolved, if that lies below the inventory directory; None otherwise."""
+def kubeconfig_dir() -> str:
+    """The directory a ``kubernetes`` backend's kubeconfig may be read from (``GPUPOOL_KUBECONFIG_DIR``): the
+    console never reads another cluster's credentials because a backend's document names their file."""
+    return os.path.realpath(settings.GPUPOOL_KUBECONFIG_DIR)
+
+
+def _allowed_location(path: str, directory: str | None = None) -> str | None:
+    """``path`` with symlinks resolved, if that lies below ``directory`` (the inventory directory); else None."""
     try:
         real = os.path.realpath(path)
     except ValueError:  # a NUL character: no file has that name
         return None
-    directory = inventory_dir()
+    directory = directory or inventory_dir()
     return real if os.path.commonpath([real, directory]) == directory and real != directory else None
 
 
@@ -46,6 +53,21 @@ def _place_message() -> str:
 def inventory_path_problem(path: str) -> str | None:
     """Why ``path`` cannot be an inventory source, or None. Does not look at the file: it may come later."""
     return None if _allowed_location(path) else _place_message()
+
+
+def kubeconfig_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a backend's kubeconfig, or None (the file itself is read when the backend is)."""
+    if _allowed_location(path, kubeconfig_dir()):
+        return None
+    return f"must be a file under the kubeconfig directory {kubeconfig_dir()}"
+
+
+def confined_kubeconfig(path: str) -> str:
+    """``path`` resolved, if it lies below the kubeconfig directory; raises ``InventoryError`` otherwise."""
+    real = _allowed_location(path, kubeconfig_dir())
+    if real is None:
+        raise InventoryError(f"cannot read the kubeconfig {path}: it {kubeconfig_path_problem(path)}")
+    return real
 
 
 def read_bounded_text(path: str, *, limit: int) -> str:

@@ -34,7 +34,7 @@ from pools.configs import parse_document
 from pools.engine.errors import ConfigError
 from pools.fleet import Fleet, blueprint_from_list
 
-from .files import read_inventory_text
+from .files import confined_kubeconfig, read_inventory_text
 from .records import Inventory, InventoryError, add_objects, inventory_from_list, paused_gc
 from .wire import decode_event, decode_list, decode_object, decode_versions
 
@@ -705,7 +705,8 @@ def source_for(backend, *, pool_labels: Mapping[str, Sequence[str]] | None = Non
     if backend.kind == BackendKind.FILE:
         return FileSource(backend.source)
     if backend.kind == BackendKind.KUBERNETES:
-        return KubernetesSource(kubeconfig=backend.kubeconfig, context=backend.context, in_cluster=backend.in_cluster)
+        kubeconfig = confined_kubeconfig(backend.kubeconfig) if backend.kubeconfig and not backend.in_cluster else ""
+        return KubernetesSource(kubeconfig=kubeconfig, context=backend.context, in_cluster=backend.in_cluster)
     return SimulatedSource(
         seed=backend.seed or 0, size=backend.size, blueprint_path=backend.source, pool_labels=pool_labels
     )

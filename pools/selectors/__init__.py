@@ -60,6 +60,7 @@ from .inventory import (
     backends_to_sync,
     backends_to_watch,
     backends_visible,
+    hidden_node_memberships,
     memberships_visible,
     node_details,
     node_filter_choices,

@@ -489,3 +489,24 @@ def backend_get(name: str, *, user) -> Backend:
     if backend is None:
         raise NotFound(f"backend '{name}' does not exist")
     return backend
+
+
+def hidden_node_memberships(principal, *, backends: Iterable[str] = (), nodes: Mapping | None = None) -> dict:
+    """``{node id: {(pool id, platform)}}`` of the nodes in pools hidden from ``principal``, on ``backends`` (or of
+    the ``nodes`` given, to compare with after a change). Empty for SYSTEM.
+
+    A change may leave these memberships only as they were (SEMANTICS §7.4): a writer's pool may not start
+    selecting a node of a pool hidden from them (a ``node_label`` of ``kubernetes.io/hostname``, a template's
+    selector), nor take one away from that pool.
+    """
+    if access.is_system(principal) or (nodes is None and not backends):
+        return {}
+    if nodes is None:
+        ids = Node.objects.filter(backend__name__in=list(backends)).of_hidden_pools(principal).values("id")
+        rows = NodeMembership.objects.filter(node_id__in=ids)
+    else:
+        rows = NodeMembership.objects.filter(node_id__in=list(nodes))
+    memberships: dict[int, set] = {node_id: set() for node_id in nodes or ()}
+    for node_id, pool_id, platform in rows.values_list("node_id", "pool_id", "platform_name"):
+        memberships.setdefault(node_id, set()).add((pool_id, platform))
+    return memberships

@@ -18,9 +18,12 @@ from django.db.models import Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
+from accounts import access
+
 from ..choices import BackendKind, ConsumptionBy
 from ..engine import utilization as engine
 from ..engine.errors import ConfigError
+from ..engine.permissions import VIEW_PROJECT
 from ..filtersets import ConsumptionFilterSet, IdleGpuFilterSet, filtered
 from ..fleet import dcgm
 from ..fleet.catalogue import GPU, MIG_PREFIX
@@ -92,12 +95,21 @@ class Workload:
 
 
 def prometheus_client(backend: Backend) -> PrometheusClient:
-    """A client of the backend's Prometheus, with the credentials its ``prometheus_token_env`` names.
+    """A client of the backend's Prometheus, with the credentials its ``prometheus_token_env`` names, which go only
+    to the URL an administrator confirmed them for (``Backend.prometheus_confirmed_url``).
 
     The variable holds a bearer token, or ``user:password`` for basic authentication. Raises PrometheusError when
     the variable is not set (a status line names it) and ValueError for a URL the client refuses.
     """
     token = username = password = None
+    confirmed = (backend.prometheus_confirmed_url, backend.prometheus_confirmed_env)
+    if backend.prometheus_token_env and confirmed != (backend.prometheus_url, backend.prometheus_token_env):
+        raise PrometheusError(
+            f"The Prometheus credentials of backend {backend.name} are not sent: its prometheus_url or "
+            "prometheus_token_env changed since an administrator confirmed where they go (an administrator confirms "
+            "by saving the backend).",
+            reason="http",
+        )
     if backend.prometheus_token_env:
         secret = os.environ.get(backend.prometheus_token_env)
         if not secret:
@@ -462,7 +474,8 @@ def _consumption_rows(since: datetime, until: datetime, resolution: str) -> Q:
 
 def consumption_report(*, user, filters=None, now: datetime | None = None) -> dict:
     """GPU-hours allocated and idle-allocated per pool, user, namespace or project (``by``) over a period, counted
-    in the pools ``user`` may see; rows by allocated hours, largest first. Filters: ``ConsumptionFilterSet``
+    in the pools ``user`` may see (by project: of the projects they may see); rows by allocated hours, largest
+    first; the total is the rows' sum. Filters: ``ConsumptionFilterSet``
     (``by``, ``period`` or ``since``/``until``, ``pool``, ``backend``). One query.
     """
     filterset = filtered(ConsumptionFilterSet, filters, GpuConsumption.objects.restrict(user))
@@ -476,6 +489,10 @@ def consumption_report(*, user, filters=None, now: datetime | None = None) -> di
         .order_by("-allocated", "value")
     )
     rows = list(rows)
+    if by == ConsumptionBy.PROJECT:
+        # A project's figures are read like every project read (SEMANTICS §7.4): only of projects one may see.
+        shown = set(access.visible(user, VIEW_PROJECT, [row["value"] for row in rows if row["value"]]))
+        rows = [row for row in rows if not row["value"] or row["value"] in shown]
     found = [_hours({by: row["value"]}, row["allocated"], row["idle"]) for row in rows]
     total = _hours({}, sum(row["allocated"] for row in rows), sum(row["idle"] for row in rows))
     return {

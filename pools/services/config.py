@@ -18,16 +18,18 @@ from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.db.models import Max
 
-from accounts.access import is_system, require, user_roles
+from accounts.access import allows, is_system, require, user_roles
 from accounts.models import Role
 from pools import selectors
 from pools.builtins import BUILTINS
 from pools.choices import TYPE_LABELS, ConfigType, RevisionAction
 from pools.configs import (
+    Namer,
     body_etag,
     default_pool_of,
     department_projects,
     normalize_body,
+    plain_name,
     pool_references,
     quota_holders,
     quota_pools,
@@ -36,14 +38,45 @@ from pools.configs import (
     validate_state,
 )
 from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound, Problem, Stale
-from pools.engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT, pool_role_policy_data
+from pools.engine.permissions import CHANGE_CONFIG, CONFIRM_CREDENTIALS, MANAGE_DEPARTMENT, pool_role_policy_data
 from pools.engine.policy import parse_policies, ungranted
 from pools.models import Backend, ConfigRevision, Department, PodTemplate, Pool, Project, ResourceValidation
-from pools.querysets import hidden_quota_pools, visible_object
+from pools.querysets import hidden_quota_pools, visible_object, visible_pool_ids
 
 from .access import pool_permissions_sync
 from .actors import Actor
 from .inventory import membership_recompute
+
+HIDDEN_NODES_MOVED = (
+    "the change would select or move nodes that are not yours to move (nodes of pools you may not see); "
+    "nothing was changed"
+)
+
+
+def _credentials_confirm(principal, saved: list[str], backends: dict) -> None:
+    """Backends saved (changed or not) by someone who may confirm their credentials send them to the URL now set;
+    a change of ``prometheus_url`` or ``prometheus_token_env`` by anyone else leaves them unsent until that is done."""
+    for name in saved:
+        body = backends.get(name)
+        if body is not None and allows(principal, CONFIRM_CREDENTIALS, name):
+            Backend.objects.filter(name=name).update(
+                prometheus_confirmed_url=body["prometheus_url"], prometheus_confirmed_env=body["prometheus_token_env"]
+            )
+
+
+def _hidden_nodes_moved(principal, before: dict) -> bool:
+    """Whether a node of a pool hidden from ``principal`` left one of those pools or joined another pool.
+
+    Leaving a pool the writer may see is theirs to decide (a pool deleted, a selector narrowed).
+    """
+    after = selectors.hidden_node_memberships(principal, nodes=before)
+    seen = visible_pool_ids(principal)
+    for node_id, pairs in before.items():
+        now = after.get(node_id, set())
+        hidden = {pair for pair in pairs if pair[0] not in seen}
+        if not now <= pairs or not hidden <= now:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -111,27 +144,40 @@ def config_apply(
         problems: list[Problem] = []
         for config_type, entries in proposed.items():
             for name, body in entries.items():
-                problems.extend(_check_change(config_type, name, body, current))
+                problems.extend(_check_change(config_type, name, body, current, namer_for(actor.principal)))
                 if body is None:
                     state[config_type].pop(name, None)
                 else:
                     state[config_type][name] = body
         if problems:
             raise ConfigError(problems)
-        _validate_change(current, state)
+        _validate_change(current, state, namer_for(actor.principal))
         if dry_run:
             return []
 
         revisions = []
-        touched_backends: set[str] = set()
+        changes_by_type = {
+            config_type: sorted(
+                name
+                for name in current[config_type].keys() | state[config_type].keys()
+                if current[config_type].get(name) != state[config_type].get(name)
+            )
+            for config_type in ConfigType
+        }
+        touched_backends = {
+            backend
+            for config_type, changed in changes_by_type.items()
+            if changed
+            for backend in _backends_touched(config_type, changed, current, state)
+        }
+        hidden_before = selectors.hidden_node_memberships(actor.principal, backends=touched_backends)
         for config_type in ConfigType:
             before, after = current[config_type], state[config_type]
-            if before == after:
+            changed = changes_by_type[config_type]
+            if not changed:
                 continue
-            changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
             for name in changed:
                 _write(config_type, name, after.get(name))
-            touched_backends |= _backends_touched(config_type, changed, current, state)
             revisions.append(
                 _record_revision(
                     config_type=config_type,
@@ -144,8 +190,11 @@ def config_apply(
                     action=action,
                 )
             )
+        _credentials_confirm(actor.principal, list(proposed.get(ConfigType.BACKEND, {})), state[ConfigType.BACKEND])
         for backend in Backend.objects.filter(name__in=touched_backends):
             membership_recompute(backend=backend)
+        if hidden_before and _hidden_nodes_moved(actor.principal, hidden_before):
+            raise ConfigError(HIDDEN_NODES_MOVED)
         if {ConfigType.ROLE, ConfigType.POOL} & {ConfigType(revision.config_type) for revision in revisions}:
             pool_permissions_sync()
     return revisions
@@ -283,7 +332,29 @@ def _authorize_quota_change(principal, current: dict, proposed: Changes) -> list
     return problems
 
 
-def _validate_change(current: dict, state: dict) -> None:
+def namer_for(principal) -> Namer:
+    """How rules name other objects to ``principal``: by name, or as "another pool" when hidden from them."""
+    if is_system(principal):
+        return plain_name
+
+    def name(config_type: ConfigType, object_name: str) -> str:
+        if visible_object(principal, config_type, object_name):
+            return plain_name(config_type, object_name)
+        return f"another {TYPE_LABELS[config_type]}"
+
+    return name
+
+
+def _listed(namer: Namer, config_type: ConfigType, names: Iterable[str]) -> str:
+    """``pool 'a', pool 'b'`` with those hidden from the reader as ``other pools`` (never their names or number)."""
+    shown = [namer(config_type, name) for name in names]
+    named = [text for text in shown if not text.startswith("another ")]
+    if len(named) < len(shown):
+        named.append(f"other {TYPE_LABELS[config_type]}s")
+    return ", ".join(named)
+
+
+def _validate_change(current: dict, state: dict, namer: Namer) -> None:
     """The whole-state rules, holding the change responsible only for the problems it brings.
 
     A problem already present before (data from an older version, say) does not block unrelated changes.
@@ -291,7 +362,7 @@ def _validate_change(current: dict, state: dict) -> None:
 
     def problems_of(candidate: dict) -> list[Problem]:
         try:
-            validate_state(candidate)
+            validate_state(candidate, namer)
         except ConfigError as exc:
             return exc.problems
         return []
@@ -302,7 +373,7 @@ def _validate_change(current: dict, state: dict) -> None:
         raise ConfigError(new)
 
 
-def _check_change(config_type: ConfigType, name: str, body: Any, current: dict) -> list[Problem]:
+def _check_change(config_type: ConfigType, name: str, body: Any, current: dict, namer: Namer) -> list[Problem]:
     """Rules about the change itself (not the resulting state): built-ins, immutable roles, deletes in use."""
     label = f"{TYPE_LABELS[config_type]} '{name}'"
     existing = current[config_type].get(name)
@@ -316,17 +387,21 @@ def _check_change(config_type: ConfigType, name: str, body: Any, current: dict) 
                 )
             ]
         if config_type == ConfigType.POOL and default_pool_of(current, name):
-            backend = default_pool_of(current, name)
-            return [Problem("", f"{label} is the default pool of backend '{backend}' and cannot be deleted")]
+            backend = namer(ConfigType.BACKEND, default_pool_of(current, name))
+            return [Problem("", f"{label} is the default pool of {backend} and cannot be deleted")]
         if config_type == ConfigType.POOL and quota_holders(current, name):
-            holders = quota_holders(current, name)
-            return [Problem("", f"{label} holds quotas of {', '.join(holders)}; remove them first")]
+            holders = ", ".join(
+                text
+                for holder_type, names in quota_holders(current, name).items()
+                if (text := _listed(namer, holder_type, names))
+            )
+            return [Problem("", f"{label} holds quotas of {holders}; remove them first")]
         if config_type == ConfigType.DEPARTMENT and department_projects(current, name):
-            projects = ", ".join(department_projects(current, name))
+            projects = _listed(namer, ConfigType.PROJECT, department_projects(current, name))
             return [Problem("", f"{label} still has projects ({projects}); delete or move them first")]
         users = users_of(current, config_type, name)
         if users:
-            return [Problem("", f"{label} is used by pool{'s' if len(users) > 1 else ''} {', '.join(users)}")]
+            return [Problem("", f"{label} is used by {_listed(namer, ConfigType.POOL, users)}")]
     if config_type == ConfigType.ROLE and existing and existing["immutable"] and body is not None:
         # An immutable role's policies are fixed, but which IdP groups grant it is each site's to decide.
         mapping = ("external_roles", "sync_mode")

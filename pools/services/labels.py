@@ -34,10 +34,11 @@ from pools.engine.labels import label_key_problem, label_value_problem
 from pools.engine.permissions import OPERATE_BACKEND
 from pools.inventory.records import GPU_TYPE_LABELS, InventoryError
 from pools.inventory.sources import KubernetesSource, NodeChanged, NodeGone, WatchEvent, source_for
-from pools.models import Backend, Node, NodeLabelChange
+from pools.models import Backend, Node, NodeLabelChange, Pool
+from pools.querysets import visible_object
 
 from .actors import Actor
-from .config import authorize_names, config_apply, config_write_lock
+from .config import authorize_names, config_apply
 from .inventory import watch_events_apply
 
 logger = logging.getLogger(__name__)
@@ -218,14 +219,14 @@ def _commit(
     applied = [patch for patch in patches if patch.applied is not None]
     try:
         with transaction.atomic():
-            if config_changes is not None:  # the locks in the order every config change takes them
-                config_write_lock()
+            # The config change first (it takes the config lock, then the inventory lock, as every config change
+            # does), so that it is judged on the nodes as they were: a node it moves is one its writer may move.
+            if config_changes is not None:
+                config_apply(changes=config_changes, actor=actor, description=description)
             if applied:
                 watch_events_apply(
                     backend=backend, events=[WatchEvent("MODIFIED", "nodes", patch.applied) for patch in applied]
                 )
-            if config_changes is not None:
-                config_apply(changes=config_changes, actor=actor, description=description)
             NodeLabelChange.objects.bulk_create(
                 [
                     NodeLabelChange(
@@ -249,6 +250,27 @@ def _commit(
 
 
 # --- label pools ------------------------------------------------------------------------------------------
+
+
+def _hidden_nodes(actor: Actor, backend: Backend, names: list[str], cluster: dict[str, dict]) -> set[str]:
+    """The nodes among ``names`` that belong to a pool hidden from the actor: as synced, or as their pool label
+    in the cluster says now (a label pool's nodes carry its label before any sync has seen them)."""
+    if not names:
+        return set()
+    synced = Node.objects.filter(backend=backend, name__in=names)
+    hidden = set(synced.of_hidden_pools(actor.principal).values_list("name", flat=True))
+    labelled = {name: _labels(cluster[name]).get(backend.pool_label_key) for name in names}
+    pools = {value for value in labelled.values() if value}
+    if pools:
+        label_pools = Pool.objects.filter(backend=backend, node_label__value__in=sorted(pools))
+        unseen = {
+            pool.node_label.get("value")
+            for pool in label_pools
+            if pool.node_label.get("key") == backend.pool_label_key
+            and not visible_object(actor.principal, ConfigType.POOL, pool.name)
+        }
+        hidden |= {name for name, value in labelled.items() if value in unseen}
+    return hidden
 
 
 def _pool_changes(*, name: str, description: str, backend: Backend) -> Callable[[dict], dict]:
@@ -307,7 +329,9 @@ def label_pool_apply(*, document, actor: Actor, backend: str | None = None, over
 
     source = _source(target)
     nodes = {str(obj["metadata"]["name"]): obj for obj in source.list_nodes()}
-    missing = sorted(node for node in wanted if node not in nodes)
+    # Nodes of pools hidden from the actor do not exist for them (SEMANTICS §7.4): refused in the same words.
+    hidden = _hidden_nodes(actor, target, [node for node in wanted if node in nodes], nodes)
+    missing = sorted(node for node in wanted if node not in nodes or node in hidden)
     if missing:
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         shown = ", ".join(f"'{n}'" for n in missing[:10]) + more
@@ -417,7 +441,12 @@ def node_label(
     backend is not a writable Kubernetes backend. The node is read from the cluster and patched at that
     ``resourceVersion``; if it changed meanwhile (409) it is read and checked once more.
     """
-    nodes = Node.objects.restrict(actor.principal).select_related("backend").filter(name=node)
+    nodes = (
+        Node.objects.restrict(actor.principal)
+        .exclude(pk__in=Node.objects.of_hidden_pools(actor.principal).values("pk"))
+        .select_related("backend")
+        .filter(name=node)
+    )
     if backend:
         nodes = nodes.filter(backend__name=backend)
     found = list(nodes)

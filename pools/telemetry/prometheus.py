@@ -48,6 +48,16 @@ DEVICE_LABELS = ("Hostname", "gpu", "UUID", "GPU_I_ID", "vgpu")
 WORKLOAD_LABELS = ("namespace", "pod", "container")
 
 
+# Prometheus's HTTP API error types (its documentation), the only words of an error answer repeated here.
+API_ERROR_TYPES = frozenset({"bad_data", "execution", "timeout", "canceled", "internal", "unavailable", "not_found"})
+# Its result types: anything else a service answers is "unknown", not echoed.
+RESULT_TYPES = frozenset({"vector", "matrix", "scalar", "string"})
+
+
+def _kind(result_type: str) -> str:
+    return result_type if result_type in RESULT_TYPES else "missing" if not result_type else "unknown"
+
+
 class PrometheusError(Exception):
     """Prometheus did not give an answer: ``str(error)`` is one sentence for a status line.
 
@@ -116,7 +126,7 @@ def _number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise PrometheusError(f"Prometheus answered a value that is not a number: {text[:40]!r}.", reason="malformed")
+        raise PrometheusError("Prometheus answered a value that is not a number.", reason="malformed")
 
 
 def parse_answer(body: bytes, *, status: int = 200) -> tuple[str, bytes]:
@@ -127,10 +137,10 @@ def parse_answer(body: bytes, *, status: int = 200) -> tuple[str, bytes]:
     except (msgspec.DecodeError, msgspec.ValidationError):
         answer = None
     if answer is not None and answer.status == "error":
-        kind = answer.error_type or "error"
-        message = " ".join((answer.error or "no message").split())
+        # What the service says is not repeated: a backend's URL may lead anywhere (SEMANTICS §7.4).
+        kind = answer.error_type if answer.error_type in API_ERROR_TYPES else "error"
         raise PrometheusError(
-            f"Prometheus refused the query ({kind}): {message[:500]}",
+            f"Prometheus refused the query ({kind}).",
             reason="query",
             error_type=answer.error_type,
             status=status,
@@ -143,8 +153,8 @@ def parse_answer(body: bytes, *, status: int = 200) -> tuple[str, bytes]:
         raise PrometheusError("Prometheus's answer is not an API answer.", reason="malformed", status=status)
     try:
         data = _DATA.decode(answer.data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PrometheusError(f"Prometheus's answer has no result ({exc}).", reason="malformed", status=status)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise PrometheusError("Prometheus's answer has no result.", reason="malformed", status=status)
     return data.result_type, data.result
 
 
@@ -156,26 +166,24 @@ def parse_vector(result_type: str, result: bytes) -> list[Sample]:
         if result_type == "scalar":
             t, text = _SCALAR.decode(result)
             return [Sample({}, t, _number(text))]
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PrometheusError(f"Prometheus's {result_type} result is malformed ({exc}).", reason="malformed")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise PrometheusError(f"Prometheus's {_kind(result_type)} result is malformed.", reason="malformed")
     if result_type == "matrix":
         raise PrometheusError(
             "The query gives a range vector: read it with query_range, or wrap it in a *_over_time function.",
             reason="query",
         )
-    raise PrometheusError(f"Prometheus answered a {result_type or 'missing'} result, not a vector.", reason="malformed")
+    raise PrometheusError(f"Prometheus answered a {_kind(result_type)} result, not a vector.", reason="malformed")
 
 
 def parse_matrix(result_type: str, result: bytes) -> list[Series]:
     """A range query's result as series, their points in time order."""
     if result_type != "matrix":
-        raise PrometheusError(
-            f"Prometheus answered a {result_type or 'missing'} result, not a matrix.", reason="malformed"
-        )
+        raise PrometheusError(f"Prometheus answered a {_kind(result_type)} result, not a matrix.", reason="malformed")
     try:
         items = _MATRIX.decode(result)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PrometheusError(f"Prometheus's matrix result is malformed ({exc}).", reason="malformed")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise PrometheusError("Prometheus's matrix result is malformed.", reason="malformed")
     return [Series(item.metric, tuple((t, _number(text)) for t, text in item.values)) for item in items]
 
 
@@ -419,12 +427,12 @@ def _device_vector(client: PrometheusClient, expr: str, at: float | None, what: 
     result_type, result = client._instant(expr, at)
     if result_type != "vector":
         raise PrometheusError(
-            f"Prometheus answered a {result_type} result for {what}, not a vector.", reason="malformed"
+            f"Prometheus answered a {_kind(result_type)} result for {what}, not a vector.", reason="malformed"
         )
     try:
         return _DEVICE_VECTOR.decode(result)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PrometheusError(f"Prometheus's series of {what} are malformed ({exc}).", reason="malformed")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        raise PrometheusError(f"Prometheus's series of {what} are malformed.", reason="malformed")
 
 
 def gpu_utilization(

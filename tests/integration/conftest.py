@@ -1,6 +1,7 @@
 """Real services for integration tests: a kube-apiserver with etcd, started once per session."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from kube_cluster import SCRIPT, KubeCluster
@@ -24,9 +25,10 @@ def kube_session(tmp_path_factory):
 
 
 @pytest.fixture
-def kube(kube_session):
-    """The API server, emptied of nodes and pods."""
+def kube(kube_session, settings):
+    """The API server, emptied of nodes and pods; its kubeconfig's directory is where backends may read one."""
     kube_session.wipe()
+    settings.GPUPOOL_KUBECONFIG_DIR = str(Path(kube_session.kubeconfig).parent)
     return kube_session
 
 

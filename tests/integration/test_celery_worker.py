@@ -19,7 +19,9 @@ from pools.models import Backend, Node, Pod
 
 pytestmark = pytest.mark.services
 ROOT = Path(__file__).resolve().parents[2]
-BROKER = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# A Redis database of its own per parallel test process (pytest-xdist's gw0, gw1, ...): each flushes its own.
+WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+BROKER = os.environ.get("TEST_REDIS_URL", f"redis://127.0.0.1:6379/{15 - WORKER}")
 WATCH_SECONDS = 3
 
 
