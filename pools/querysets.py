@@ -172,17 +172,21 @@ class NodeQuerySet(models.QuerySet):
         return self.filter(Q(pk__in=members) | ~Q(pk__in=placed))
 
     def of_hidden_pools(self, principal):
-        """The nodes that belong to at least one pool ``principal`` may not see (none for SYSTEM).
-
-        For writes (SEMANTICS §7.4): such a node is not the writer's to move, relabel or select, even when it
-        also belongs to one of their pools, and it answers as a node that does not exist.
-        """
+        """The nodes that belong to at least one pool ``principal`` may not see (none for SYSTEM): a write may not
+        take them out of those pools (SEMANTICS §7.4)."""
         from pools.models import NodeMembership
 
         if is_system(principal):
             return self.none()
         seen = visible_pool_ids(principal)
         return self.filter(pk__in=NodeMembership.objects.exclude(pool_id__in=list(seen)).values("node_id"))
+
+    def hidden_from(self, principal):
+        """The nodes only in pools ``principal`` may not see: for a writer they do not exist (SEMANTICS §7.4)."""
+        from pools.models import NodeMembership
+
+        seen = NodeMembership.objects.filter(pool_id__in=list(visible_pool_ids(principal))).values("node_id")
+        return self.of_hidden_pools(principal).exclude(pk__in=seen)
 
 
 class PodQuerySet(models.QuerySet):

@@ -44,10 +44,36 @@ def chromium() -> Iterator:
         service_unavailable("chromium is not installed (apt-get install -y chromium)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        _tools_bypass_the_policy(browser)
         try:
             yield browser
         finally:
             browser.close()
+
+
+def _tools_bypass_the_policy(browser) -> None:
+    """Pages opened for a test let the test's own tools in (axe-core's script tag, Playwright's string predicates),
+    which the console's Content-Security-Policy refuses as it should; ``new_page(bypass_csp=False)`` opens a page
+    exactly as a person's browser does (``csp_violations`` checks the console's own scripts under the policy)."""
+    for name in ("new_page", "new_context"):
+        opener = getattr(browser, name)
+
+        def opened(*args, _opener=opener, **kwargs):
+            return _opener(*args, **{"bypass_csp": True, **kwargs})
+
+        setattr(browser, name, opened)
+
+
+def csp_violations(page, url: str) -> list[str]:
+    """Open ``url`` in ``page`` (opened with ``bypass_csp=False``) and return what the policy refused while it loaded
+    and ran its scripts: the browser reports each refusal on its console."""
+    refused: list[str] = []
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    page.goto(url)
+    page.wait_for_load_state("networkidle")
+    return refused
 
 
 def shoot(page, name: str) -> None:

@@ -34,13 +34,15 @@ from .fields import (
 from .files import parse_document, read_document, split_document
 from .gpuctl import gpuctl_file_parse
 from .state import (
-    Namer,
+    Sees,
     default_pool_of,
     department_projects,
-    plain_name,
+    listed,
+    named,
     pool_references,
     quota_holders,
     quota_pools,
+    sees_everything,
     users_of,
     validate_state,
 )

@@ -67,17 +67,31 @@ def department_projects(state: dict, department: str) -> list[str]:
     return sorted(name for name, body in state.get(ConfigType.PROJECT, {}).items() if body["department"] == department)
 
 
-# How a rule names an object other than the one it is about: ``namer(ConfigType.PROJECT, "x")`` is
-# ``"project 'x'"``, or for a writer who may not see it, words that do not name it (SEMANTICS §7.4).
-Namer = Callable[[ConfigType, str], str]
+# Whether the reader of a problem may see another object it is about (``sees(ConfigType.PROJECT, "x")``): an
+# object they may not see is never named to them (SEMANTICS §7.4).
+Sees = Callable[[ConfigType, str], bool]
 
 
-def plain_name(config_type: ConfigType, name: str) -> str:
-    """``project 'x'``: every object named, for whoever may see everything."""
-    return f"{TYPE_LABELS[config_type]} '{name}'"
+def sees_everything(config_type: ConfigType, name: str) -> bool:
+    return True
 
 
-def _quota_problems(state: dict, namer: Namer) -> list[Problem]:
+def named(sees: Sees, config_type: ConfigType, name: str) -> str:
+    """``project 'x'``, or ``another project`` for a reader who may not see it."""
+    label = TYPE_LABELS[config_type]
+    return f"{label} '{name}'" if sees(config_type, name) else f"another {label}"
+
+
+def listed(sees: Sees, config_type: ConfigType, names: list[str], *, quoted: bool = False) -> str:
+    """``a, b`` (``'a', 'b'`` when ``quoted``) of the names the reader may see, ``and others`` for the rest (never
+    their names or their number); ``others`` when none may be seen."""
+    shown = [f"'{name}'" if quoted else name for name in names if sees(config_type, name)]
+    if len(shown) < len(names):
+        return f"{', '.join(shown)} and others" if shown else "others"
+    return ", ".join(shown)
+
+
+def _quota_problems(state: dict, sees: Sees) -> list[Problem]:
     """A project's department exists; every quota names an existing pool; a namespace has one project."""
     problems = []
     pools = state.get(ConfigType.POOL, {})
@@ -99,18 +113,18 @@ def _quota_problems(state: dict, namer: Namer) -> list[Problem]:
                     problems.append(
                         Problem(
                             f"{where}.namespaces",
-                            f"namespace '{namespace}' belongs to {namer(ConfigType.PROJECT, owner)}",
+                            f"namespace '{namespace}' belongs to {named(sees, ConfigType.PROJECT, owner)}",
                         )
                     )
     return problems
 
 
-def validate_state(state: dict, namer: Namer = plain_name) -> None:
+def validate_state(state: dict, sees: Sees = sees_everything) -> None:
     """Check the rules that span objects: every reference from a pool names an existing object, a backend's
     default pool is one of its pools, and no two pools of a backend are defined by the same node label.
 
-    ``namer`` names the other objects a problem is about (the project owning a namespace, the pool holding a
-    label), so that a writer is never told the name of something they may not see.
+    ``sees`` says which other objects a problem may name (the project owning a namespace, the pool holding a
+    label): a writer is never told the name of something they may not see.
     """
     problems = []
     pools = state.get(ConfigType.POOL, {})
@@ -137,7 +151,7 @@ def validate_state(state: dict, namer: Namer = plain_name) -> None:
             problems.append(
                 Problem(
                     f"pool '{pool_name}'.node_label",
-                    f"{namer(ConfigType.POOL, owner)} of backend '{pool['backend']}' is already the pool of "
+                    f"{named(sees, ConfigType.POOL, owner)} of backend '{pool['backend']}' is already the pool of "
                     f"{label['key']}={label['value']}",
                 )
             )
@@ -152,6 +166,6 @@ def validate_state(state: dict, namer: Namer = plain_name) -> None:
                             f"{TYPE_LABELS[ref_type]} '{ref}' does not exist",
                         )
                     )
-    problems.extend(_quota_problems(state, namer))
+    problems.extend(_quota_problems(state, sees))
     if problems:
         raise ConfigError(problems)

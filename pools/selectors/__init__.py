@@ -54,13 +54,15 @@ from .gpuctl import (
     pool_jobs,
 )
 from .inventory import (
+    HiddenNodes,
     NodeTableRow,
     backend_get,
     backend_health,
     backends_to_sync,
     backends_to_watch,
     backends_visible,
-    hidden_node_memberships,
+    hidden_nodes,
+    hidden_nodes_moved,
     memberships_visible,
     node_details,
     node_filter_choices,

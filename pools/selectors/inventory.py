@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from itertools import islice
 from typing import NamedTuple
@@ -491,22 +492,53 @@ def backend_get(name: str, *, user) -> Backend:
     return backend
 
 
-def hidden_node_memberships(principal, *, backends: Iterable[str] = (), nodes: Mapping | None = None) -> dict:
-    """``{node id: {(pool id, platform)}}`` of the nodes in pools hidden from ``principal``, on ``backends`` (or of
-    the ``nodes`` given, to compare with after a change). Empty for SYSTEM.
+@dataclass(frozen=True)
+class HiddenNodes:
+    """What a write may not move (SEMANTICS §7.4), read before it: the memberships ``{node id: {(pool id,
+    platform)}}`` of the nodes in pools hidden from the writer, and the ids of those pools."""
 
-    A change may leave these memberships only as they were (SEMANTICS §7.4): a writer's pool may not start
-    selecting a node of a pool hidden from them (a ``node_label`` of ``kubernetes.io/hostname``, a template's
-    selector), nor take one away from that pool.
-    """
-    if access.is_system(principal) or (nodes is None and not backends):
-        return {}
-    if nodes is None:
-        ids = Node.objects.filter(backend__name__in=list(backends)).of_hidden_pools(principal).values("id")
-        rows = NodeMembership.objects.filter(node_id__in=ids)
-    else:
-        rows = NodeMembership.objects.filter(node_id__in=list(nodes))
-    memberships: dict[int, set] = {node_id: set() for node_id in nodes or ()}
+    memberships: dict
+    hidden_pools: frozenset
+
+    def __bool__(self) -> bool:
+        return bool(self.memberships)
+
+
+def hidden_nodes(principal, *, backends: Iterable[str]) -> HiddenNodes:
+    """The nodes of ``backends`` in pools hidden from ``principal``, before a write (nothing for SYSTEM)."""
+    if access.is_system(principal) or not backends:
+        return HiddenNodes({}, frozenset())
+    seen = visible_pool_ids(principal)
+    hidden_pools = frozenset(Pool.objects.exclude(pk__in=list(seen)).values_list("pk", flat=True))
+    rows = NodeMembership.objects.filter(
+        node_id__in=NodeMembership.objects.filter(
+            pool_id__in=hidden_pools, node__backend__name__in=list(backends)
+        ).values("node_id")
+    )
+    return HiddenNodes(_memberships(rows), hidden_pools)
+
+
+def _memberships(rows) -> dict[int, set]:
+    memberships: dict[int, set] = {}
     for node_id, pool_id, platform in rows.values_list("node_id", "pool_id", "platform_name"):
         memberships.setdefault(node_id, set()).add((pool_id, platform))
     return memberships
+
+
+def hidden_nodes_moved(before: HiddenNodes) -> bool:
+    """Whether a write moved a node of a pool hidden from its writer (SEMANTICS §7.4), ``before`` being
+    ``hidden_nodes`` read before it: a node left one of those pools, or a node the writer could not see (in hidden
+    pools only) joined one of theirs (a ``node_label`` of ``kubernetes.io/hostname``, a template's selector). A
+    node the writer sees through one of their pools may leave it or join their other pools.
+    """
+    if not before:
+        return False
+    after = _memberships(NodeMembership.objects.filter(node_id__in=list(before.memberships)))
+    for node_id, pairs in before.memberships.items():
+        now = after.get(node_id, set())
+        hidden = {pair for pair in pairs if pair[0] in before.hidden_pools}
+        if not hidden <= now:
+            return True
+        if len(hidden) == len(pairs) and any(pool_id not in before.hidden_pools for pool_id, _ in now):
+            return True
+    return False

@@ -24,15 +24,17 @@ from pools import selectors
 from pools.builtins import BUILTINS
 from pools.choices import TYPE_LABELS, ConfigType, RevisionAction
 from pools.configs import (
-    Namer,
+    Sees,
     body_etag,
     default_pool_of,
     department_projects,
+    listed,
+    named,
     normalize_body,
-    plain_name,
     pool_references,
     quota_holders,
     quota_pools,
+    sees_everything,
     split_document,
     users_of,
     validate_state,
@@ -41,7 +43,7 @@ from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound, P
 from pools.engine.permissions import CHANGE_CONFIG, CONFIRM_CREDENTIALS, MANAGE_DEPARTMENT, pool_role_policy_data
 from pools.engine.policy import parse_policies, ungranted
 from pools.models import Backend, ConfigRevision, Department, PodTemplate, Pool, Project, ResourceValidation
-from pools.querysets import hidden_quota_pools, visible_object, visible_pool_ids
+from pools.querysets import hidden_quota_pools, visible_object
 
 from .access import pool_permissions_sync
 from .actors import Actor
@@ -62,21 +64,6 @@ def _credentials_confirm(principal, saved: list[str], backends: dict) -> None:
             Backend.objects.filter(name=name).update(
                 prometheus_confirmed_url=body["prometheus_url"], prometheus_confirmed_env=body["prometheus_token_env"]
             )
-
-
-def _hidden_nodes_moved(principal, before: dict) -> bool:
-    """Whether a node of a pool hidden from ``principal`` left one of those pools or joined another pool.
-
-    Leaving a pool the writer may see is theirs to decide (a pool deleted, a selector narrowed).
-    """
-    after = selectors.hidden_node_memberships(principal, nodes=before)
-    seen = visible_pool_ids(principal)
-    for node_id, pairs in before.items():
-        now = after.get(node_id, set())
-        hidden = {pair for pair in pairs if pair[0] not in seen}
-        if not now <= pairs or not hidden <= now:
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -144,14 +131,14 @@ def config_apply(
         problems: list[Problem] = []
         for config_type, entries in proposed.items():
             for name, body in entries.items():
-                problems.extend(_check_change(config_type, name, body, current, namer_for(actor.principal)))
+                problems.extend(_check_change(config_type, name, body, current, sees_for(actor.principal)))
                 if body is None:
                     state[config_type].pop(name, None)
                 else:
                     state[config_type][name] = body
         if problems:
             raise ConfigError(problems)
-        _validate_change(current, state, namer_for(actor.principal))
+        _validate_change(current, state, sees_for(actor.principal))
         if dry_run:
             return []
 
@@ -170,7 +157,7 @@ def config_apply(
             if changed
             for backend in _backends_touched(config_type, changed, current, state)
         }
-        hidden_before = selectors.hidden_node_memberships(actor.principal, backends=touched_backends)
+        hidden_before = selectors.hidden_nodes(actor.principal, backends=touched_backends)
         for config_type in ConfigType:
             before, after = current[config_type], state[config_type]
             changed = changes_by_type[config_type]
@@ -193,7 +180,7 @@ def config_apply(
         _credentials_confirm(actor.principal, list(proposed.get(ConfigType.BACKEND, {})), state[ConfigType.BACKEND])
         for backend in Backend.objects.filter(name__in=touched_backends):
             membership_recompute(backend=backend)
-        if hidden_before and _hidden_nodes_moved(actor.principal, hidden_before):
+        if selectors.hidden_nodes_moved(hidden_before):
             raise ConfigError(HIDDEN_NODES_MOVED)
         if {ConfigType.ROLE, ConfigType.POOL} & {ConfigType(revision.config_type) for revision in revisions}:
             pool_permissions_sync()
@@ -332,29 +319,14 @@ def _authorize_quota_change(principal, current: dict, proposed: Changes) -> list
     return problems
 
 
-def namer_for(principal) -> Namer:
-    """How rules name other objects to ``principal``: by name, or as "another pool" when hidden from them."""
+def sees_for(principal) -> Sees:
+    """Which other objects a refusal may name to ``principal``: those they may see (SEMANTICS §7.4)."""
     if is_system(principal):
-        return plain_name
-
-    def name(config_type: ConfigType, object_name: str) -> str:
-        if visible_object(principal, config_type, object_name):
-            return plain_name(config_type, object_name)
-        return f"another {TYPE_LABELS[config_type]}"
-
-    return name
+        return sees_everything
+    return lambda config_type, name: visible_object(principal, config_type, name)
 
 
-def _listed(namer: Namer, config_type: ConfigType, names: Iterable[str]) -> str:
-    """``pool 'a', pool 'b'`` with those hidden from the reader as ``other pools`` (never their names or number)."""
-    shown = [namer(config_type, name) for name in names]
-    named = [text for text in shown if not text.startswith("another ")]
-    if len(named) < len(shown):
-        named.append(f"other {TYPE_LABELS[config_type]}s")
-    return ", ".join(named)
-
-
-def _validate_change(current: dict, state: dict, namer: Namer) -> None:
+def _validate_change(current: dict, state: dict, sees: Sees) -> None:
     """The whole-state rules, holding the change responsible only for the problems it brings.
 
     A problem already present before (data from an older version, say) does not block unrelated changes.
@@ -362,7 +334,7 @@ def _validate_change(current: dict, state: dict, namer: Namer) -> None:
 
     def problems_of(candidate: dict) -> list[Problem]:
         try:
-            validate_state(candidate, namer)
+            validate_state(candidate, sees)
         except ConfigError as exc:
             return exc.problems
         return []
@@ -373,7 +345,7 @@ def _validate_change(current: dict, state: dict, namer: Namer) -> None:
         raise ConfigError(new)
 
 
-def _check_change(config_type: ConfigType, name: str, body: Any, current: dict, namer: Namer) -> list[Problem]:
+def _check_change(config_type: ConfigType, name: str, body: Any, current: dict, sees: Sees) -> list[Problem]:
     """Rules about the change itself (not the resulting state): built-ins, immutable roles, deletes in use."""
     label = f"{TYPE_LABELS[config_type]} '{name}'"
     existing = current[config_type].get(name)
@@ -387,21 +359,21 @@ def _check_change(config_type: ConfigType, name: str, body: Any, current: dict, 
                 )
             ]
         if config_type == ConfigType.POOL and default_pool_of(current, name):
-            backend = namer(ConfigType.BACKEND, default_pool_of(current, name))
+            backend = named(sees, ConfigType.BACKEND, default_pool_of(current, name))
             return [Problem("", f"{label} is the default pool of {backend} and cannot be deleted")]
         if config_type == ConfigType.POOL and quota_holders(current, name):
             holders = ", ".join(
-                text
+                f"{TYPE_LABELS[holder_type]} {listed(sees, holder_type, names, quoted=True)}"
                 for holder_type, names in quota_holders(current, name).items()
-                if (text := _listed(namer, holder_type, names))
             )
             return [Problem("", f"{label} holds quotas of {holders}; remove them first")]
         if config_type == ConfigType.DEPARTMENT and department_projects(current, name):
-            projects = _listed(namer, ConfigType.PROJECT, department_projects(current, name))
+            projects = listed(sees, ConfigType.PROJECT, department_projects(current, name))
             return [Problem("", f"{label} still has projects ({projects}); delete or move them first")]
         users = users_of(current, config_type, name)
         if users:
-            return [Problem("", f"{label} is used by {_listed(namer, ConfigType.POOL, users)}")]
+            plural = "s" if len(users) > 1 else ""
+            return [Problem("", f"{label} is used by pool{plural} {listed(sees, ConfigType.POOL, users)}")]
     if config_type == ConfigType.ROLE and existing and existing["immutable"] and body is not None:
         # An immutable role's policies are fixed, but which IdP groups grant it is each site's to decide.
         mapping = ("external_roles", "sync_mode")

@@ -38,7 +38,7 @@ from pools.models import Backend, Node, NodeLabelChange, Pool
 from pools.querysets import visible_object
 
 from .actors import Actor
-from .config import authorize_names, config_apply
+from .config import HIDDEN_NODES_MOVED, authorize_names, config_apply
 from .inventory import watch_events_apply
 
 logger = logging.getLogger(__name__)
@@ -217,6 +217,7 @@ def _commit(
 ) -> None:
     """The database side, in one transaction; undoes the cluster's patches if it fails."""
     applied = [patch for patch in patches if patch.applied is not None]
+    hidden_before = selectors.hidden_nodes(actor.principal, backends=[backend.name])
     try:
         with transaction.atomic():
             # The config change first (it takes the config lock, then the inventory lock, as every config change
@@ -227,6 +228,8 @@ def _commit(
                 watch_events_apply(
                     backend=backend, events=[WatchEvent("MODIFIED", "nodes", patch.applied) for patch in applied]
                 )
+            if selectors.hidden_nodes_moved(hidden_before):
+                raise ConfigError(HIDDEN_NODES_MOVED)
             NodeLabelChange.objects.bulk_create(
                 [
                     NodeLabelChange(
@@ -258,7 +261,7 @@ def _hidden_nodes(actor: Actor, backend: Backend, names: list[str], cluster: dic
     if not names:
         return set()
     synced = Node.objects.filter(backend=backend, name__in=names)
-    hidden = set(synced.of_hidden_pools(actor.principal).values_list("name", flat=True))
+    hidden = set(synced.hidden_from(actor.principal).values_list("name", flat=True))
     labelled = {name: _labels(cluster[name]).get(backend.pool_label_key) for name in names}
     pools = {value for value in labelled.values() if value}
     if pools:
@@ -441,12 +444,7 @@ def node_label(
     backend is not a writable Kubernetes backend. The node is read from the cluster and patched at that
     ``resourceVersion``; if it changed meanwhile (409) it is read and checked once more.
     """
-    nodes = (
-        Node.objects.restrict(actor.principal)
-        .exclude(pk__in=Node.objects.of_hidden_pools(actor.principal).values("pk"))
-        .select_related("backend")
-        .filter(name=node)
-    )
+    nodes = Node.objects.restrict(actor.principal).select_related("backend").filter(name=node)
     if backend:
         nodes = nodes.filter(backend__name=backend)
     found = list(nodes)

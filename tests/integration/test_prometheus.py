@@ -213,12 +213,12 @@ def test_a_bad_query_raises_prometheus_own_error(prometheus):
         client.query("sum(DCGM_FI_DEV_GPU_UTIL")
     error = raised.value
     assert (error.reason, error.error_type, error.status) == ("query", "bad_data", 400)
-    assert str(error).startswith("Prometheus refused the query (bad_data): ")
-    assert "parse error" in str(error) and "\n" not in str(error)
+    # What a Prometheus says is never repeated: a backend's URL may lead anywhere (SEMANTICS §7.4).
+    assert str(error) == "Prometheus refused the query (bad_data)."
 
     with pytest.raises(PrometheusError) as raised:
         client.query_range("up", 0, 1_000_000, 1)  # more than 11,000 points a series
-    assert raised.value.reason == "query" and "11,000 points" in str(raised.value)
+    assert raised.value.reason == "query" and "11,000 points" not in str(raised.value)
 
 
 def test_a_stopped_prometheus_fails_quickly_with_a_clear_message(tmp_path, exporter):

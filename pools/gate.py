@@ -1,0 +1,122 @@
+"""The gate before every door: what the catalogue (``pools.engine.doors``) says a door needs, decided for one caller
+and one request before the door's own code runs.
+
+The base classes of the pages (``pools.views.base``), of the API (``pools.api.base``) and ``poolctl`` call
+``door_check`` with the request's parameters (the URL's, the query string's, and the body's for names a change
+takes from it); nothing behind a door checks a permission itself. ``offers`` tells a page which controls to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from accounts.access import allows, is_system, require
+from pools.choices import TYPE_LABELS, ConfigType
+from pools.configs import parse_config_type, parse_revision_number
+from pools.engine.doors import JOB, NODE, REVISION, Door
+from pools.engine.errors import ConfigError, NotFound
+from pools.engine.permissions import VIEW_BACKEND, Permission, ResourceType
+from pools.models import ConfigRevision, Node
+from pools.querysets import visible_object
+
+# The config type each object-read permission's objects are.
+_TYPE_OF = {
+    ResourceType.POOL: ConfigType.POOL,
+    ResourceType.BACKEND: ConfigType.BACKEND,
+    ResourceType.ROLE: ConfigType.ROLE,
+    ResourceType.DEPARTMENT: ConfigType.DEPARTMENT,
+    ResourceType.PROJECT: ConfigType.PROJECT,
+}
+
+
+def door_check(principal, door: Door, params: Mapping[str, object]) -> None:
+    """Raise ``NotFound`` (404) when the object ``door`` names does not exist for ``principal`` (whether it exists or
+    not), then ``AccessDenied`` (403) when the change it makes needs what ``principal`` does not hold.
+
+    ``params`` holds the request's parameters by name; a door whose object or target is not among them (a name
+    the body gives and the service reads) is left to the service, which decides every write again.
+    """
+    if door.public or door.signed_in or is_system(principal):
+        return
+    if door.checks_object:
+        value = params.get(door.object) if not door.object.isupper() else door.object
+        if value is not None and not _sees(principal, door, str(value), params):
+            raise NotFound(_missing(door, str(value), params))
+    if door.acts is not None:
+        for target in _targets(principal, door, params):
+            require(principal, door.acts, target)
+
+
+def allowed(principal, permission: Permission, target: str = "") -> bool:
+    """Whether to offer a control that needs ``permission`` on ``target`` (the door behind it decides again)."""
+    return allows(principal, permission, target)
+
+
+def _sees(principal, door: Door, value: str, params: Mapping[str, object]) -> bool:
+    if door.kind == NODE:
+        nodes = Node.objects.restrict(principal).filter(name=value)
+        backend = params.get("backend")
+        return (nodes.filter(backend__name=backend) if backend else nodes).exists()
+    if door.kind == REVISION:
+        config_type, number = _revision(params)
+        return ConfigRevision.objects.restrict(principal).filter(config_type=config_type, revision=number).exists()
+    if door.kind == JOB:
+        from pools import jobs  # the job store is the API's and the pages', above the gate
+
+        job = jobs.job_get(value)
+        return job is not None and allows(principal, VIEW_BACKEND, job["backend"])
+    if door.object.isupper():  # seen type by type: pod templates, validations
+        return allows(principal, door.reads, door.object)
+    config_type = _TYPE_OF.get(door.reads.resource_type)
+    if config_type is not None:
+        return visible_object(principal, config_type, value)
+    return allows(principal, door.reads, value)
+
+
+def _missing(door: Door, value: str, params: Mapping[str, object]) -> str:
+    """The words a missing object gets from the selectors, so that a hidden one answers exactly the same."""
+    if door.kind == NODE:
+        return f"node '{value}' does not exist"
+    if door.kind == REVISION:
+        return f"revision {params.get('config_type', '')}:{params.get('revision', '')} does not exist"
+    if door.kind == JOB:
+        return f"job '{value}' does not exist"
+    if door.object.isupper():
+        return f"{TYPE_LABELS[ConfigType(door.object)]}s do not exist"
+    config_type = _TYPE_OF.get(door.reads.resource_type)
+    label = TYPE_LABELS[config_type] if config_type else str(door.reads.resource_type)
+    return f"{label} '{value}' does not exist"
+
+
+def _revision(params: Mapping[str, object]) -> tuple[str, int]:
+    try:
+        return parse_config_type(str(params.get("config_type", ""))), parse_revision_number(
+            str(params.get("revision", "")), "revision"
+        )
+    except ConfigError:
+        raise NotFound(
+            f"revision {params.get('config_type', '')}:{params.get('revision', '')} does not exist"
+        ) from None
+
+
+def _targets(principal, door: Door, params: Mapping[str, object]) -> list[str]:
+    """What ``door.acts`` is about for this request: none when unscoped; nothing to decide here (an empty list)
+    when the target is a name only the service can read (a body's, a node's backend)."""
+    if door.acts.resource_type is None:
+        return [""]
+    if not door.acts_on:
+        return []
+    if "|" in door.acts_on:  # either type: the one the change names is checked by the service
+        choices = door.acts_on.split("|")
+        return [] if any(allows(principal, door.acts, choice) for choice in choices) else [choices[0]]
+    if door.acts_on.startswith("{"):
+        value = params.get(door.acts_on[1:-1])
+        if value is None:
+            return []
+        if door.acts_on == "{config_type}":
+            try:
+                return [parse_config_type(str(value))]
+            except ConfigError:
+                raise NotFound(f"unknown config type '{value}'") from None
+        return [str(value)]
+    return [door.acts_on]
