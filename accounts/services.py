@@ -154,6 +154,16 @@ def api_token_create(*, user, name: str, lifetime: timedelta, principal=None) ->
     return token, secret
 
 
+def api_token_create_for(*, username: str, name: str, lifetime: timedelta, principal) -> tuple[ApiToken, str]:
+    """``api_token_create`` for the user named ``username``, as someone else asks it (the access page, the API,
+    ``poolctl token create --user``): a user ``principal`` may not see does not exist for them."""
+    require_visible(principal, VIEW_USER, username, label="user")
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"user '{username}' does not exist")
+    return api_token_create(user=user, name=name, lifetime=lifetime, principal=principal)
+
+
 def api_token_revoke(*, user, token_id: int) -> ApiToken:
     """Revoke one of ``user``'s tokens (revoking twice keeps the first time). Another user's token is NotFound."""
     token = ApiToken.objects.filter(pk=token_id, user=user).first()

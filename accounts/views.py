@@ -67,6 +67,9 @@ def profile_view(request):
     return _profile_page(request)
 
 
+profile_view.doors = {"GET": "profile.me"}  # its door of the catalogue (pools.engine.doors)
+
+
 @never_cache
 @login_required
 @require_POST
@@ -98,6 +101,8 @@ def token_revoke_view(request, token_id: int):
 
 class MeView(APIView):
     """``GET /accounts/api/me/``: who the credential acts as, their roles and the pools they may see."""
+
+    doors = {"GET": "profile.me"}  # signed in: DRF's default permission
 
     def get(self, request):
         """The caller's profile summary."""

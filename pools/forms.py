@@ -16,6 +16,7 @@ from .choices import PlacementStrategy
 from .configs import INT32_MAX, NAME_RE, POOL_DOCUMENT, parse_document, variable_value
 from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
+from .engine.numbers import parse_number
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
 _LINE_RE = re.compile(r"line ([0-9]+)", re.ASCII)
@@ -319,3 +320,69 @@ class ServiceTokenForm(forms.Form):
     expires = forms.ChoiceField(
         choices=[("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("365d", "1 year")], initial="90d"
     )
+
+
+# --- the quota grid ---------------------------------------------------------------------------------------------
+
+WEIGHTS = [("", "None"), ("0", "Lowest"), ("1", "Low"), ("2", "Medium"), ("3", "High")]
+GRID_FIELDS = ("deserved", "limit", "weight")
+MAX_GRID_CELLS = 20_000
+
+
+def quota_grid_changes(post, grid: dict) -> list[dict]:
+    """The quotas the grid's form changes: each cell whose deserved, limit or weight differs from the figure the
+    page showed (``unit-I``/``pool-J`` name row and column; ``q-I-J-deserved`` etc. the cell's fields), each number
+    read by the one number parser. Raises ConfigError naming the cell."""
+    shown = {(row["kind"], row["unit"], cell["pool"]): cell for row in grid["rows"] for cell in row["cells"]}
+    pools = {key[5:]: post[key] for key in post if key.startswith("pool-")}
+    if len(pools) * sum(1 for key in post if key.startswith("unit-")) > MAX_GRID_CELLS:
+        raise ConfigError(f"at most {MAX_GRID_CELLS} cells in one save")
+    changes = []
+    for key in post:
+        if not key.startswith("unit-"):
+            continue
+        index = key[5:]
+        kind, _, unit = post[key].partition("/")
+        for column, pool in pools.items():
+            cell = shown.get((kind, unit, pool))
+            names = {field: f"q-{index}-{column}-{field}" for field in GRID_FIELDS}
+            if cell is None or not any(name in post for name in names.values()):
+                continue
+            gpu = {}
+            for field, current in (("deserved", cell["deserved"]), ("limit", cell["limit"])):
+                if names[field] in post:
+                    value = parse_number(post[names[field]], field=f"{unit} on {pool}: GPU {field}")
+                    if value != current:
+                        gpu[field] = value
+            if names["weight"] in post:
+                text = post[names["weight"]].strip()
+                weight = None if text == "" else parse_number(text, field=f"{unit} on {pool}: over-quota weight")
+                if weight != cell["over_quota_weight"]:
+                    gpu["overQuotaWeight"] = weight
+            if gpu:
+                changes.append({"unit": f"{kind}/{unit}", "pool": pool, "figures": {"gpu": gpu}})
+    return changes
+
+
+def _figure_text(value) -> str:
+    """A figure as an input shows it: ``4``, ``1.5``, ``""`` for None (no over-quota)."""
+    if value is None:
+        return ""
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def quota_grid_inputs(grid: dict, posted) -> None:
+    """Give each row and cell of the grid its form names, and the values to show: the posted ones after a refused
+    save (so nothing typed is lost), else the current figures."""
+    known = {value for value, _ in WEIGHTS}
+    for index, row in enumerate(grid["rows"]):
+        row["index"] = index
+        for column, cell in enumerate(row["cells"]):
+            cell["prefix"] = prefix = f"q-{index}-{column}"
+            current = {
+                "deserved": _figure_text(cell["deserved"]),
+                "limit": _figure_text(cell["limit"]),
+                "weight": _figure_text(cell["over_quota_weight"]),
+            }
+            cell["shown"] = {field: posted.get(f"{prefix}-{field}", value) for field, value in current.items()}
+            cell["weights"] = WEIGHTS + [(current["weight"], current["weight"])] * (current["weight"] not in known)

@@ -15,7 +15,7 @@ from pools.choices import TYPE_LABELS, ConfigType
 from pools.configs import parse_config_type, parse_revision_number
 from pools.engine.doors import JOB, NODE, REVISION, Door
 from pools.engine.errors import ConfigError, NotFound
-from pools.engine.permissions import VIEW_BACKEND, Permission, ResourceType
+from pools.engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT, VIEW_BACKEND, Permission, ResourceType
 from pools.models import ConfigRevision, Node
 from pools.querysets import visible_object
 
@@ -50,6 +50,14 @@ def door_check(principal, door: Door, params: Mapping[str, object]) -> None:
 def allowed(principal, permission: Permission, target: str = "") -> bool:
     """Whether to offer a control that needs ``permission`` on ``target`` (the door behind it decides again)."""
     return allows(principal, permission, target)
+
+
+def may_change_quota(principal, kind: str, department: str) -> bool:
+    """Whether to offer a change of a department's quota, or of a project's of ``department``: ``config:Update`` on
+    the type, and for a project ``department:Update`` on its department (the service decides again)."""
+    if kind == "department":
+        return allows(principal, CHANGE_CONFIG, ConfigType.DEPARTMENT)
+    return allows(principal, CHANGE_CONFIG, ConfigType.PROJECT) and allows(principal, MANAGE_DEPARTMENT, department)
 
 
 def _sees(principal, door: Door, value: str, params: Mapping[str, object]) -> bool:

@@ -12,12 +12,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.utils import floatToGoString
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
-from accounts.access import SYSTEM, allows
-from pools.engine.permissions import READ_METRICS
+from accounts.access import SYSTEM
+from pools.api.base import ApiView
 
 from . import selectors
 
@@ -134,16 +133,6 @@ def _label_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-class HoldsReadMetrics(BasePermission):
-    """Lets through a principal whose roles allow ``READ_METRICS``; DRF answers anyone else 401 or 403."""
-
-    message = f"scraping /metrics needs {READ_METRICS.describe()}"
-
-    def has_permission(self, request, view):
-        """Whether the caller (session, personal token or Keycloak token) holds ``READ_METRICS``."""
-        return allows(request.user, READ_METRICS)
-
-
 class AnyAccept(BaseContentNegotiation):
     """Never refuses a scraper's ``Accept`` (Prometheus asks for text or OpenMetrics): errors are JSON anyway."""
 
@@ -156,15 +145,15 @@ class AnyAccept(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-class MetricsView(APIView):
+class MetricsView(ApiView, APIView):
     """``GET /metrics``: the Prometheus text format, to a holder of ``READ_METRICS``.
 
     Credentials as for the API (a personal access token or a Keycloak access token as ``Authorization:
     Bearer``, or a session): without one, 401 with ``WWW-Authenticate: Bearer realm="api"``; with one whose
-    roles lack the permission, 403; both in the API's error shape.
+    roles lack the permission, 403 (the gate, ``DoorPermission``); both in the API's error shape.
     """
 
-    permission_classes = [HoldsReadMetrics]
+    doors = {"GET": "metrics.scrape"}
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AnyAccept
 

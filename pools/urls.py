@@ -1,50 +1,61 @@
-"""Routes of the web console (namespace ``pools``)."""
+"""Routes of the web console (namespace ``pools``): each page is a declaration of ``pools.views``."""
 
-from django.urls import path
+from django.urls import path, register_converter
 
-from . import views, views_quotas, views_utilization
+from .views import access, configs, inventory, labels, pools, quotas, utilization
+
+
+class DocumentKind:
+    """``templates``, ``validations`` or ``roles``: the config types edited as one document."""
+
+    regex = "|".join(configs.DOCUMENT_KINDS)
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(DocumentKind, "kind")
 
 app_name = "pools"
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
-    path("pools/new/", views.pool_edit, name="pool-create"),
-    path("pools/preview/", views.pool_preview, name="pool-preview"),
-    path("pools/<str:name>/", views.pool_detail, name="pool"),
-    path("pools/<str:name>/usage/", views.pool_usage, name="pool-usage"),
-    path("pools/<str:name>/utilization/", views_utilization.pool_utilization, name="pool-utilization"),
-    path("pools/<str:name>/edit/", views.pool_edit, name="pool-edit"),
-    path("pools/<str:name>/maintenance/", views.pool_maintenance, name="pool-maintenance"),
-    path("nodes/", views.nodes, name="nodes"),
-    path("backends/", views.backends, name="backends"),
-    # GPU utilization: idle GPUs, GPU-hours, a node's GPUs (issue 13)
-    path("idle/", views_utilization.idle, name="idle"),
-    path("consumption/", views_utilization.consumption, name="consumption"),
-    path("nodes/<str:name>/gpus/", views_utilization.node_gpus, name="node-gpus"),
-    path("nodes/<str:name>/gpus/history/", views_utilization.node_gpus_history, name="node-gpus-history"),
-    path("backends/<str:name>/sync/", views.backend_sync, name="backend-sync"),
-    path("backends/<str:name>/sync/status/", views.backend_sync_status, name="backend-sync-status"),
-    path("config/templates/preview/", views.template_preview, name="template-preview"),
-    path("config/<str:kind>/", views.document_list, name="documents"),
-    path("config/<str:kind>/new/", views.document_edit, name="document-create"),
-    path("config/<str:kind>/<str:name>/edit/", views.document_edit, name="document-edit"),
-    path("what-if/", views.what_if, name="what-if"),
-    path("history/", views.history, name="history"),
-    path("history/<str:config_type>/<int:revision>/", views.revision_detail, name="revision"),
-    path("history/<str:config_type>/<int:revision>/rollback/", views.revision_rollback, name="rollback"),
-    path("access/", views.roles, name="roles"),
-    path("access/users/new/", views.user_create, name="user-create"),
-    path("access/users/<str:username>/", views.user_detail, name="user"),
-    # Node pools (Run:ai's node-pools view, issue 11)
-    path("node-pools/", views.node_pools, name="node-pools"),
-    # Departments, projects and quotas per node pool (SEMANTICS §9)
-    path("quotas/", views_quotas.quota_grid, name="quotas"),
-    path("quotas/<str:pool>/", views_quotas.quota_dashboard, name="quota-dashboard"),
-    path("quotas/<str:pool>/usage/", views_quotas.quota_dashboard_usage, name="quota-dashboard-usage"),
-    path("projects/", views_quotas.projects, name="projects"),
-    path("departments/", views_quotas.departments, name="departments"),
-    # === gpuctl's pool workflow (SEMANTICS §8.1) ===
-    path("label-pools/new/", views.label_pool_create, name="label-pool-create"),
-    path("label-pools/<str:name>/delete/", views.label_pool_delete, name="label-pool-delete"),
-    path("nodes/<str:name>/labels/", views.node_labels, name="node-labels"),
+    path("", pools.Overview.as_view(), name="overview"),
+    path("pools/new/", pools.PoolCreate.as_view(), name="pool-create"),
+    path("pools/preview/", pools.PoolPreview.as_view(), name="pool-preview"),
+    path("pools/<str:name>/", pools.PoolDetail.as_view(), name="pool"),
+    path("pools/<str:name>/usage/", pools.PoolUsageChart.as_view(), name="pool-usage"),
+    path("pools/<str:name>/utilization/", pools.PoolUtilizationChart.as_view(), name="pool-utilization"),
+    path("pools/<str:name>/edit/", pools.PoolEdit.as_view(), name="pool-edit"),
+    path("pools/<str:name>/maintenance/", pools.PoolMaintenance.as_view(), name="pool-maintenance"),
+    path("what-if/", pools.WhatIf.as_view(), name="what-if"),
+    path("nodes/", inventory.Nodes.as_view(), name="nodes"),
+    path("nodes/<str:name>/gpus/", inventory.NodeGpus.as_view(), name="node-gpus"),
+    path("nodes/<str:name>/gpus/history/", inventory.NodeGpusChart.as_view(), name="node-gpus-history"),
+    path("node-pools/", inventory.NodePools.as_view(), name="node-pools"),
+    path("backends/", inventory.Backends.as_view(), name="backends"),
+    path("backends/<str:name>/sync/", inventory.BackendSync.as_view(), name="backend-sync"),
+    path("backends/<str:name>/sync/status/", inventory.BackendSyncStatus.as_view(), name="backend-sync-status"),
+    path("idle/", utilization.Idle.as_view(), name="idle"),
+    path("consumption/", utilization.Consumption.as_view(), name="consumption"),
+    path("config/templates/preview/", configs.TemplatePreview.as_view(), name="template-preview"),
+    path("config/<kind:kind>/", configs.DocumentList.as_view(), name="documents"),
+    path("config/<kind:kind>/new/", configs.DocumentCreate.as_view(), name="document-create"),
+    path("config/<kind:kind>/<str:name>/edit/", configs.DocumentEdit.as_view(), name="document-edit"),
+    path("history/", configs.History.as_view(), name="history"),
+    path("history/<str:config_type>/<int:revision>/", configs.RevisionDetail.as_view(), name="revision"),
+    path("history/<str:config_type>/<int:revision>/rollback/", configs.Rollback.as_view(), name="rollback"),
+    path("access/", access.Access.as_view(), name="roles"),
+    path("access/users/new/", access.UserCreate.as_view(), name="user-create"),
+    path("access/users/<str:username>/", access.UserDetail.as_view(), name="user"),
+    path("quotas/", quotas.QuotaGrid.as_view(), name="quotas"),
+    path("quotas/<str:pool>/", quotas.QuotaDashboard.as_view(), name="quota-dashboard"),
+    path("quotas/<str:pool>/usage/", quotas.QuotaDashboardChart.as_view(), name="quota-dashboard-usage"),
+    path("projects/", quotas.Projects.as_view(), name="projects"),
+    path("departments/", quotas.Departments.as_view(), name="departments"),
+    path("label-pools/new/", labels.LabelPoolCreate.as_view(), name="label-pool-create"),
+    path("label-pools/<str:name>/delete/", labels.LabelPoolDelete.as_view(), name="label-pool-delete"),
+    path("nodes/<str:name>/labels/", labels.NodeLabels.as_view(), name="node-labels"),
 ]

@@ -6,18 +6,17 @@ import re
 import subprocess
 from pathlib import Path
 
-from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils.html import escape
 from people import person, poolctl
 
-from pools.engine.permissions import DOORS, PERMISSIONS
+from pools.doors import http_doors, undeclared_routes
+from pools.engine.doors import DOORS
+from pools.engine.permissions import PERMISSIONS
+from pools.management.commands.poolctl import cli_doors
 
 ROOT = Path(__file__).resolve().parent.parent
 # An action as policies spell them: "pool:Read", "workflow:*", "*:Read" (not the pattern syntax "*:*").
 ACTION_LITERAL = re.compile(r"""["']([a-z]+:(\*|[A-Z][A-Za-z]+)|\*:[A-Z][A-Za-z]+)["']""")
-# Routes that are not doors of the console: the Django admin (model permissions map onto the catalogue,
-# see accounts.backends.policy_request_for), sign-in and sign-out, and the API's catch-all 404.
-NOT_DOORS = ("admin/", "accounts/login/", "accounts/logout/", "accounts/oidc/", "accounts/profile/tokens/")
 
 
 def test_no_module_but_the_catalogue_types_an_action():
@@ -32,39 +31,45 @@ def test_no_module_but_the_catalogue_types_an_action():
     assert offenders == []
 
 
-def _routes(patterns, prefix=""):
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
-        elif isinstance(pattern, URLPattern):
-            yield prefix + str(pattern.pattern)
+def test_every_route_of_the_console_names_its_door_of_the_catalogue():
+    assert undeclared_routes() == []
+    assert len(http_doors()) > 140
 
 
-def _template(route: str) -> str:
-    """A route as the catalogue writes it: ``/api/pools/{name}/``."""
-    route = route.replace("^", "").replace("$", "")
-    route = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", route)
-    route = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
-    return "/" + route
-
-
-def test_every_route_of_the_console_is_a_door_of_the_catalogue():
-    doors = {door.path for door in DOORS if door.path.startswith("/")}
-    routes = {
-        _template(route)
-        for route in _routes(get_resolver().url_patterns)
-        if not route.startswith(NOT_DOORS) and "(?P<format>" not in route and route != r"api/^[\s\S]*$"
-    }
-    assert sorted(routes - doors) == []
-    assert sorted(doors - routes) == []
-
-
-def test_every_door_names_permissions_of_the_catalogue():
+def test_every_door_names_permissions_of_the_catalogue_and_no_http_path():
     for door in DOORS:
         # Each says what it needs: a permission, or that its rows (or its object) are seen object by object.
         assert door.public or door.signed_in or door.reads or door.acts or door.rows or door.object, door
         assert door.reads is None or door.reads in PERMISSIONS
         assert door.acts is None or door.acts in PERMISSIONS
+        assert "/" not in door.key and " " not in door.key, door.key
+    assert "/api/" not in (ROOT / "pools" / "engine" / "doors.py").read_text()
+
+
+def test_every_door_of_the_catalogue_is_reached_by_a_page_an_endpoint_or_a_verb():
+    reached = {entry.key for entry in http_doors()} | {entry.key for entry in cli_doors()}
+    assert sorted(door.key for door in DOORS if door.key not in reached) == []
+
+
+# What decides a permission: the gate's functions, a queryset's restrict, raising the gate's refusals.
+DECIDES = re.compile(
+    r"\b(allows|require|require_visible|visible|user_can|is_system|sees_whole_fleet)\(|\.restrict\(|PermissionDenied|"
+    r"raise AccessDenied|can_update_config|can_change"
+)
+
+
+def test_no_page_endpoint_or_verb_decides_a_permission_itself():
+    """The gate decides before a door's code runs; services decide writes, querysets restrict reads. A page, an
+    endpoint or a verb that decides for itself is a defect: two copies would disagree, one would forget."""
+    files = subprocess.check_output(["git", "ls-files", "pools/views", "pools/api", "pools/management"], cwd=ROOT)
+    offenders = [
+        f"{name}:{number}: {line.strip()}"
+        for name in files.decode().split()
+        if name.endswith(".py")
+        for number, line in enumerate((ROOT / name).read_text().splitlines(), 1)
+        if DECIDES.search(line)
+    ]
+    assert offenders == []
 
 
 def test_the_api_documentation_lists_every_door_as_the_catalogue_has_it(db):

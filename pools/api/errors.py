@@ -97,7 +97,8 @@ def errors_body(entries: list[tuple[str, str]]) -> dict:
 
 
 def _flatten(detail, prefix: str = "") -> list[tuple[str, str]]:
-    """DRF's nested validation detail (dicts of lists) as dotted field paths with their messages."""
+    """DRF's nested validation detail (dicts of lists) as field paths with their messages: ``quotas[1].nodePool``,
+    the paths the services name too."""
     if isinstance(detail, dict):
         entries = []
         for key, value in detail.items():
@@ -109,7 +110,7 @@ def _flatten(detail, prefix: str = "") -> list[tuple[str, str]]:
         entries = []
         for index, value in enumerate(detail):
             nested = isinstance(value, (dict, list))
-            entries.extend(_flatten(value, f"{prefix}.{index}" if nested and prefix else prefix))
+            entries.extend(_flatten(value, f"{prefix}[{index}]" if nested and prefix else prefix))
         return entries
     return [(prefix, str(detail))]
 

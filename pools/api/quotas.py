@@ -1,4 +1,4 @@
-"""Quotas per node pool over REST (SEMANTICS §9): the fair-share simulator, KAI's, for planners."""
+"""Quotas per node pool over REST (SEMANTICS §9): every unit's figures, a bulk change, KAI's fair-share simulator."""
 
 from __future__ import annotations
 
@@ -7,19 +7,23 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from pools import selectors, services
-from pools.engine.errors import AccessDenied
 
 from . import serializers
-from .errors import bad_request, service_errors
-from .views import CHANGE_PARAMETERS, ApiView, _revisions_body
+from .base import ApiView
+from .configs import CHANGE_PARAMETERS, revisions_body
+from .errors import service_errors
 
 ERRORS = OpenApiResponse(description='{"errors": [{"field", "message"}]}')
 
 
-class QuotaSimulateView(ApiView, GenericAPIView):
-    serializer_class = serializers.QuotaSimulationSerializer
+class QuotaView(ApiView, GenericAPIView):
     pagination_class = None
     filter_backends = []
+
+
+class QuotaSimulateView(QuotaView):
+    doors = {"POST": "quota.simulate"}
+    serializer_class = serializers.QuotaSimulationSerializer
 
     @extend_schema(
         summary="Simulate fair shares",
@@ -33,10 +37,9 @@ class QuotaSimulateView(ApiView, GenericAPIView):
         return Response(selectors.quota_simulate(self.body()))
 
 
-class QuotaListView(ApiView, GenericAPIView):
+class QuotaListView(QuotaView):
+    doors = {"GET": "quota.list", "PATCH": "quota.change"}
     serializer_class = serializers.QuotaFiguresRowSerializer
-    pagination_class = None
-    filter_backends = []
 
     @extend_schema(
         summary="Quotas, allocations and fair shares per department, project and pool",
@@ -47,10 +50,8 @@ class QuotaListView(ApiView, GenericAPIView):
         responses={200: serializers.QuotaListSerializer, 400: ERRORS, 404: ERRORS},
     )
     def get(self, request):
-        pool = request.query_params.get("pool") or None
-        warnings: list[str] = []
-        rows = selectors.quota_figures(user=request.user, pool=pool, warnings=warnings)
-        return Response({"quotas": rows, "warnings": warnings})
+        with service_errors():
+            return Response(selectors.quota_report(user=request.user, pool=request.query_params.get("pool") or None))
 
     @extend_schema(
         summary="Change many quotas at once, all or nothing",
@@ -65,31 +66,11 @@ class QuotaListView(ApiView, GenericAPIView):
         responses={200: serializers.QuotaBulkResultSerializer, 400: ERRORS, 403: ERRORS, 404: ERRORS},
     )
     def patch(self, request):
-        with service_errors():
-            if not selectors.can_change_quotas(request.user):
-                raise AccessDenied("changing quotas needs config:Update on config/DEPARTMENT or config/PROJECT")
-        items = self.body().get("quotas")
-        if not isinstance(items, list) or not items:
-            raise bad_request("a non-empty list of quotas is required", field="quotas")
-        if len(items) > MAX_BULK:
-            raise bad_request(f"at most {MAX_BULK} quotas in one request", field="quotas")
-        quotas = []
-        for index, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise bad_request("must be an object", field=f"quotas[{index}]")
-            for key in ("unit", "nodePool"):
-                if not isinstance(item.get(key), str) or not item[key]:
-                    raise bad_request("a name is required", field=f"quotas[{index}].{key}")
-            figures = {key: value for key, value in item.items() if key not in ("unit", "nodePool")}
-            quotas.append({"unit": item["unit"], "pool": item["nodePool"], "figures": figures})
+        changes = serializers.QuotaBulkSerializer(data=self.body())
+        changes.is_valid(raise_exception=True)
         options = self.change_options()
         with service_errors():
             revisions = services.quota_bulk_set(
-                quotas=quotas, actor=self.actor(), description=options["description"], tags=options["tags"]
+                quotas=changes.changes(), actor=self.actor(), description=options["description"], tags=options["tags"]
             )
-        warnings: list[str] = []
-        selectors.quota_figures(user=request.user, warnings=warnings)
-        return Response({**_revisions_body(revisions), "warnings": warnings})
-
-
-MAX_BULK = 10_000
+        return Response({**revisions_body(revisions), "warnings": selectors.quota_warnings(user=request.user)})

@@ -748,8 +748,24 @@ class QuotaChangeSerializer(NodePoolQuotaSerializer):
     unit = serializers.CharField(help_text="a department or project; department/NAME or project/NAME when both exist")
 
 
+MAX_BULK_QUOTAS = 10_000
+
+
 class QuotaBulkSerializer(serializers.Serializer):
-    quotas = QuotaChangeSerializer(many=True)
+    """Many quotas to change at once: each names its unit and pool; the figures given are set, the others kept."""
+
+    quotas = QuotaChangeSerializer(many=True, allow_empty=False, max_length=MAX_BULK_QUOTAS)
+
+    def changes(self) -> list[dict]:
+        """The validated quotas as the services take them: ``[{"unit", "pool", "figures"}]``."""
+        return [
+            {
+                "unit": item["unit"],
+                "pool": item["nodePool"],
+                "figures": {key: value for key, value in item.items() if key not in ("unit", "nodePool")},
+            }
+            for item in self.validated_data["quotas"]
+        ]
 
 
 class QuotaBulkResultSerializer(RevisionListSerializer):

@@ -1,34 +1,34 @@
-"""Routes of the API under ``/api/``: a router for the model endpoints, explicit paths for the rest."""
+"""Routes of the API under ``/api/``: a router for the viewsets, explicit paths for the rest. Each endpoint names its
+doors of the catalogue; ``pools.doors`` lists them all with what each needs."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from . import label_pools, quotas, users, utilization, views
+from . import access, configs, docs, inventory, labels, quotas, utilization
 
 app_name = "api"
 
 router = DefaultRouter()
 router.include_root_view = False
-router.register("backends", views.BackendViewSet, basename="backend")
-router.register("pools", views.PoolViewSet, basename="pool")
-router.register("platforms", views.PlatformViewSet, basename="platform")
-router.register("pod_templates", views.PodTemplateViewSet, basename="pod-template")
-router.register("resource_validations", views.ResourceValidationViewSet, basename="resource-validation")
-router.register("roles", views.RoleViewSet, basename="role")
-router.register("departments", views.DepartmentViewSet, basename="department")
-router.register("projects", views.ProjectViewSet, basename="project")
-router.register("nodes", views.NodeViewSet, basename="node")
-router.register("pods", views.PodViewSet, basename="pod")
-router.register("memberships", views.MembershipViewSet, basename="membership")
-router.register("usage", views.UsageViewSet, basename="usage")
+router.register("backends", configs.BackendViewSet, basename="backend")
+router.register("pools", configs.PoolViewSet, basename="pool")
+router.register("platforms", configs.PlatformViewSet, basename="platform")
+router.register("pod_templates", configs.PodTemplateViewSet, basename="pod-template")
+router.register("resource_validations", configs.ResourceValidationViewSet, basename="resource-validation")
+router.register("roles", configs.RoleViewSet, basename="role")
+router.register("departments", configs.DepartmentViewSet, basename="department")
+router.register("projects", configs.ProjectViewSet, basename="project")
+router.register("nodes", inventory.NodeViewSet, basename="node")
+router.register("pods", inventory.PodViewSet, basename="pod")
+router.register("memberships", inventory.MembershipViewSet, basename="membership")
+router.register("usage", inventory.UsageViewSet, basename="usage")
 
-platforms = views.PoolPlatformViewSet
+platforms = configs.PoolPlatformViewSet
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", views.RedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("schema/", docs.SchemaView.as_view(), name="schema"),
+    path("docs/", docs.SwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", docs.RedocView.as_view(url_name="api:schema"), name="redoc"),
     path(
         "pools/<str:pool_name>/platforms/",
         platforms.as_view({"get": "list", "post": "create"}),
@@ -39,35 +39,35 @@ urlpatterns = [
         platforms.as_view({"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}),
         name="pool-platform-detail",
     ),
-    path("pool_quota/", views.PoolQuotaView.as_view(), name="pool-quota"),
-    path("resources/", views.ResourceListView.as_view(), name="resources"),
-    path("node_pools/", views.NodePoolListView.as_view(), name="node-pools"),
-    path("configs/history/", views.ConfigHistoryView.as_view(), name="config-history"),
-    path("configs/import/", views.ConfigImportView.as_view(), name="config-import"),
-    path("configs/<str:config_type>/", views.ConfigDocumentView.as_view(), name="config-document"),
-    path("configs/<str:config_type>/diff/", views.ConfigDiffView.as_view(), name="config-diff"),
-    path("configs/<str:config_type>/<int:revision>/", views.RevisionView.as_view(), name="config-revision"),
-    path("configs/<str:config_type>/<int:revision>/tags/", views.RevisionTagsView.as_view(), name="config-tags"),
+    path("pool_quota/", inventory.PoolQuotaView.as_view(), name="pool-quota"),
+    path("resources/", inventory.ResourceListView.as_view(), name="resources"),
+    path("node_pools/", inventory.NodePoolListView.as_view(), name="node-pools"),
+    path("configs/history/", configs.ConfigHistoryView.as_view(), name="config-history"),
+    path("configs/import/", configs.ConfigImportView.as_view(), name="config-import"),
+    path("configs/<str:config_type>/", configs.ConfigDocumentView.as_view(), name="config-document"),
+    path("configs/<str:config_type>/diff/", configs.ConfigDiffView.as_view(), name="config-diff"),
+    path("configs/<str:config_type>/<int:revision>/", configs.RevisionView.as_view(), name="config-revision"),
+    path("configs/<str:config_type>/<int:revision>/tags/", configs.RevisionTagsView.as_view(), name="config-tags"),
     path(
         "configs/<str:config_type>/<int:revision>/rollback/",
-        views.RevisionRollbackView.as_view(),
+        configs.RevisionRollbackView.as_view(),
         name="config-rollback",
     ),
-    path("jobs/<str:job_id>/", views.JobView.as_view(), name="job-detail"),
-    path("users/", users.UserListView.as_view(), name="user-list"),
-    path("users/<str:username>/", users.UserDetailView.as_view(), name="user-detail"),
-    path("users/<str:username>/roles/", users.UserRolesView.as_view(), name="user-roles"),
-    path("users/<str:username>/tokens/", users.UserTokensView.as_view(), name="user-tokens"),
+    path("jobs/<str:job_id>/", inventory.JobView.as_view(), name="job-detail"),
+    path("users/", access.UserListView.as_view(), name="user-list"),
+    path("users/<str:username>/", access.UserDetailView.as_view(), name="user-detail"),
+    path("users/<str:username>/roles/", access.UserRolesView.as_view(), name="user-roles"),
+    path("users/<str:username>/tokens/", access.UserTokensView.as_view(), name="user-tokens"),
     # gpuctl's pool workflow (SEMANTICS §8.1)
-    path("label_pools/", label_pools.LabelPoolListView.as_view(), name="label-pool-list"),
-    path("label_pools/<str:name>/", label_pools.LabelPoolDetailView.as_view(), name="label-pool-detail"),
-    path("nodes/<str:name>/labels/", label_pools.NodeLabelsView.as_view(), name="node-labels"),
+    path("label_pools/", labels.LabelPoolListView.as_view(), name="label-pool-list"),
+    path("label_pools/<str:name>/", labels.LabelPoolDetailView.as_view(), name="label-pool-detail"),
+    path("nodes/<str:name>/labels/", labels.NodeLabelsView.as_view(), name="node-labels"),
     # quotas per node pool (SEMANTICS §9)
     path("quotas/", quotas.QuotaListView.as_view(), name="quota-list"),
     path("quotas/simulate/", quotas.QuotaSimulateView.as_view(), name="quota-simulate"),
-    # GPU utilization: idle GPUs and GPU-hours (issue 13)
+    # GPU utilization: idle GPUs and GPU-hours
     path("idle_gpus/", utilization.IdleGpuListView.as_view(), name="idle-gpus"),
     path("consumption/", utilization.ConsumptionView.as_view(), name="consumption"),
     path("", include(router.urls)),
-    re_path(r"^[\s\S]*$", views.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
+    re_path(r"^[\s\S]*$", docs.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
 ]

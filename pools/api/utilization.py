@@ -1,11 +1,5 @@
-"""GPU utilization over REST (issue 13): thin views over ``selectors.idle_workloads`` and ``consumption_report``.
-
-- ``GET /api/idle_gpus/``: the workloads holding idle GPUs, longest idle first (``?format=csv`` too);
-- ``GET /api/consumption/``: GPU-hours allocated and idle per pool, user, namespace or project over a period
-  (``?format=csv``: one row per group).
-
-Both count only the pools the caller may read; a bad parameter is a 400 naming it.
-"""
+"""GPU utilization over REST: the workloads holding idle GPUs, and GPU-hours allocated and idle (CSV too). Both count
+only the pools the caller may read; a bad parameter is a 400 naming it."""
 
 from __future__ import annotations
 
@@ -14,16 +8,16 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from pools import filtersets, selectors
+from pools import filtersets, selectors, tables
+from pools.choices import ConsumptionBy
 
 from . import serializers
+from .base import ApiView, CSVRenderer, filter_parameters
 from .errors import service_errors
-from .renderers import CSVRenderer
-from .views import ApiView, filter_parameters
 
 ERRORS = OpenApiResponse(description='{"errors": [{"field", "message"}]}')
-IDLE_COLUMNS = list(selectors.IDLE_WORKLOAD_COLUMNS)
-HOURS_COLUMNS = list(selectors.GPU_HOURS_COLUMNS)
+IDLE_COLUMNS = [column.key for column in tables.IDLE.where(tables.CSV)]
+HOURS_COLUMNS = ["allocated_gpu_hours", "idle_gpu_hours", "idle_share"]
 
 
 class UtilizationView(ApiView, GenericAPIView):
@@ -33,8 +27,9 @@ class UtilizationView(ApiView, GenericAPIView):
 
 
 class IdleGpuListView(UtilizationView):
+    doors = {"GET": "idle.list"}
     serializer_class = serializers.IdleWorkloadSerializer
-    csv_columns = IDLE_COLUMNS
+    table = tables.IDLE
 
     @extend_schema(
         summary="Workloads holding idle GPUs",
@@ -51,15 +46,22 @@ class IdleGpuListView(UtilizationView):
 
 
 class ConsumptionView(UtilizationView):
+    doors = {"GET": "consumption.report"}
     serializer_class = serializers.ConsumptionReportSerializer
+    by = ConsumptionBy.POOL
+
+    def csv_table(self):
+        return tables.CONSUMPTION[self.by]
 
     @extend_schema(
         summary="GPU-hours allocated and idle per pool, user, namespace or project",
         description="GPU-hours allocated to workloads, and the idle part of them, over a period (`period`, default "
         "30d, or `since`/`until` in ISO 8601), counted in the pools the caller may read and grouped `by` pool, "
-        "user, namespace or project, largest first: `poolctl get consumption --json`. Counted in whole hours, or "
-        "in whole days (UTC) for a period reaching back more than 7 days. `?format=csv` gives one row per group "
-        "with the columns `<by>`, " + ", ".join(f"`{column}`" for column in HOURS_COLUMNS) + ".",
+        "user, namespace or project (by project: of the projects the caller may read), largest first: "
+        "`poolctl get consumption --json`. Counted in whole hours, or in whole days (UTC) for a period reaching "
+        "back more than 7 days. `?format=csv` gives one row per group with the columns `<by>`, "
+        + ", ".join(f"`{column}`" for column in HOURS_COLUMNS)
+        + ".",
         parameters=filter_parameters(filtersets.ConsumptionFilterSet),
         responses={200: serializers.ConsumptionReportSerializer, 400: ERRORS},
     )
@@ -67,6 +69,6 @@ class ConsumptionView(UtilizationView):
         with service_errors():
             report = selectors.consumption_report(user=request.user, filters=request.query_params)
         if request.accepted_renderer.format == "csv":
-            self.csv_columns = [report["by"], *HOURS_COLUMNS]
+            self.by = report["by"]
             return Response(report["rows"])
         return Response(report)

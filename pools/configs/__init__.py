@@ -32,7 +32,7 @@ from .fields import (
     whole_number_problem,
 )
 from .files import parse_document, read_document, split_document
-from .gpuctl import gpuctl_file_parse
+from .gpuctl import gpuctl_document, gpuctl_file_parse
 from .state import (
     Sees,
     default_pool_of,

@@ -106,3 +106,15 @@ def gpuctl_file_parse(data: Any) -> dict:
     if problems:
         raise ConfigError(problems)
     return {"name": name, "description": description, "nodes": nodes}
+
+
+def gpuctl_document(*, name: str, description: str, nodes: list[str], gpu_type: str = "") -> dict:
+    """The gpuctl pool file the label-pool page's form amounts to (its name, description, nodes and their GPU type),
+    parsed as ``poolctl create -f`` parses one."""
+    document = {
+        "kind": "pool",
+        "version": "v0.1",
+        "pool": {"name": name, "description": description},
+        "nodes": {node: {"gpu-type": gpu_type} for node in nodes},
+    }
+    return gpuctl_file_parse(document)

@@ -85,7 +85,8 @@ def _config_doors(config_type: str, label: str, plural: str, note: str = "") -> 
             reads,
             CHANGE_CONFIG,
             acts_on=config_type,
-            note=" ".join(filter(None, ["its name, from the body, must be one the writer may see;", note])),
+            note="; ".join(filter(None, ["{name} from the body", note])),
+            **seen,
         ),
         Door(
             f"{prefix}.change",
@@ -325,6 +326,13 @@ DOORS: tuple[Door, ...] = (
         note="everything the user may do must be held (a superuser's: being one)",
     ),
     Door("access.check", "which role and policy decide a request", None, signed_in=True, note="the operator's poolctl"),
+    Door(
+        "access.sync",
+        "recompute every user's pool permissions from the role policies",
+        None,
+        CHANGE_CONFIG,
+        acts_on="ROLE",
+    ),
     Door("profile.me", "one's own roles, pools and tokens", signed_in=True),
     # --- the API's description and the scraper ----------------------------------------------------------------
     Door("api.schema", "the OpenAPI description and its readers; no data", public=True),

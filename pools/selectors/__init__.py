@@ -11,6 +11,7 @@
 - ``units``: departments and projects as the quota pages show them (projects, departments, grid, dashboard)
 - ``utilization``: GPU utilization: the devices' readers, idle GPUs, GPU-hours, the pools' and nodes' history
 - ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
+- ``charts``: the data of every chart, in one shape
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
 operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
@@ -26,18 +27,31 @@ from .capacity import (
     pool_gpu_summary,
     pool_list,
     pool_node_summary,
+    pool_totals,
+    summary_products,
     usage_samples_visible,
     usage_series,
+)
+from .charts import (
+    NO_SOURCE,
+    chart_window,
+    node_gpus_chart,
+    pool_usage_chart,
+    pool_utilization_chart,
+    quota_usage_chart,
 )
 from .configs import (
     config_diff,
     config_history,
+    config_object,
     config_objects,
     config_revision_get,
     config_show,
     config_state,
     describe_change,
+    document_list,
     pod_templates_visible,
+    pools_using,
     redacted,
     resource_validations_visible,
     revision_changes,
@@ -50,6 +64,7 @@ from .gpuctl import (
     gpuctl_pool_detail,
     gpuctl_pools,
     label_pool_backends,
+    label_pool_node_choices,
     node_labels,
     pool_jobs,
 )
@@ -67,6 +82,7 @@ from .inventory import (
     node_details,
     node_filter_choices,
     node_mig_usage,
+    node_table_page,
     node_usage,
     nodes_visible,
     pods_visible,
@@ -78,11 +94,14 @@ from .inventory import (
     resource_list,
     resource_numbers,
     resource_rows,
+    sync_progress,
     utilization_read_at,
+    what_if_choices,
 )
 from .nodepools import NODE_POOL_SUMS, node_pool_list
 from .pools import (
     DEFAULT_PLATFORM,
+    draft_preview,
     draft_render,
     platform_selection_specs,
     platform_template_names,
@@ -90,9 +109,11 @@ from .pools import (
     platform_variables,
     platforms_visible,
     pool_filter_choices,
+    pool_form_choices,
     pool_get,
     pool_platform_choice,
     pool_platform_render,
+    pool_platform_views,
     pool_platforms,
     pool_render,
     pool_status,
@@ -104,11 +125,11 @@ from .quotas import (
     projects_queryset,
     projects_visible,
     quota_figures,
+    quota_report,
     quota_simulate,
+    quota_warnings,
 )
 from .units import (
-    can_change_quotas,
-    can_change_unit,
     department_table,
     project_table,
     quota_dashboard,

@@ -244,6 +244,23 @@ def pool_list(
     return rows
 
 
+def summary_products(summary: dict) -> list[str]:
+    """The GPU products of a pool's ``pool_node_summary``, sorted."""
+    return sorted({product for info in summary["platforms"].values() for product in info["free_by_product"]})
+
+
+def pool_totals(rows: list[dict]) -> dict:
+    """The totals of ``pool_list``'s rows (SEMANTICS §6.1): GPUs used added up over the pools (a pod counts in its
+    own pool only); capacity and free GPUs once per node set, so pools that share nodes count them once."""
+    node_sets = {tuple(row["node_set"]): row["gpu"] for row in rows}
+    return {
+        "total_usage": sum(row["gpu"]["total_usage"] for row in rows),
+        "total_capacity": sum(gpu["total_capacity"] for gpu in node_sets.values()),
+        "total_free": sum(gpu["total_free"] for gpu in node_sets.values()),
+        "node_sets": len(node_sets),
+    }
+
+
 def gpu_product_usage() -> list[dict]:
     """GPUs used and allocatable per (backend, GPU product) over available nodes, for the history charts."""
     totals: dict[tuple[int, str], dict] = {}

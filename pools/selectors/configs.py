@@ -17,6 +17,7 @@ from accounts.models import Role
 
 from ..choices import TYPE_LABELS, ConfigType, RevisionAction
 from ..configs.fields import backend_body, department_body, pool_body, project_body, role_body
+from ..configs.state import users_of
 from ..engine.errors import NotFound
 from ..filtersets import ConfigRevisionFilterSet, filtered
 from ..models import (
@@ -182,3 +183,27 @@ def pod_templates_visible(*, user):
 def resource_validations_visible(*, user):
     """Every validation set for a reader of the type, else none."""
     return ResourceValidation.objects.restrict(user)
+
+
+def config_object(*, config_type: ConfigType, name: str, user) -> Any:
+    """One object's canonical body as ``user`` may see it; NotFound for one that is missing or hidden from them."""
+    objects = config_objects(config_type=config_type, user=user)
+    if name not in objects:
+        raise NotFound(f"{TYPE_LABELS[config_type]} '{name}' does not exist")
+    return objects[name]
+
+
+def pools_using(*, config_type: ConfigType, name: str, user) -> list[str]:
+    """The pools ``user`` may see that refer to object ``name`` (the others are not named)."""
+    return users_of({ConfigType.POOL: config_objects(config_type=ConfigType.POOL, user=user)}, config_type, name)
+
+
+def document_list(*, config_type: ConfigType, user) -> list[dict]:
+    """The objects of a type ``user`` may see, by name, each with the visible pools that use it (the pools read once
+    for the whole list)."""
+    objects = config_objects(config_type=config_type, user=user)
+    pools = {ConfigType.POOL: config_objects(config_type=ConfigType.POOL, user=user)}
+    return [
+        {"name": name, "body": body, "used_by": users_of(pools, config_type, name)}
+        for name, body in sorted(objects.items())
+    ]

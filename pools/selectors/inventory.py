@@ -9,6 +9,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from itertools import islice
 from typing import NamedTuple
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from accounts import access
 
-from ..choices import BackendKind, NodeStatus
+from ..choices import BackendKind, NodeStatus, SyncState
 from ..engine.accounting import resource_type, usage_pair
 from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.permissions import LIST_FLEET, VIEW_POOL
@@ -41,6 +42,7 @@ from ..models import (
 )
 from ..querysets import node_status_q, visible_pool_ids
 from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
+from .quotas import projects_queryset
 from .whatif import project_quota_check
 
 GI = Decimal(1024**3)
@@ -297,6 +299,23 @@ def resource_rows(index: list[NodeTableRow]) -> list[dict]:
     ]
 
 
+def node_table_page(index: Sequence[NodeTableRow]) -> list[dict]:
+    """A page of the node table: its index rows with their numbers, labels and taints (rows of nodes deleted
+    meanwhile left out); a fixed number of queries for the page."""
+    numbers = resource_numbers(index)
+    details = node_details({row.node_id for row in index})
+    return [
+        {
+            **row._asdict(),
+            **numbers[row.node_id],
+            "labels": details.get(row.node_id, {}).get("labels", {}),
+            "taints": details.get(row.node_id, {}).get("taints", []),
+        }
+        for row in index
+        if row.node_id in numbers
+    ]
+
+
 def resource_list(*, user, filters: Mapping | None = None) -> list[dict]:
     """The node table with its numbers: ``poolctl resource list``, ``/api/resources/``, a pool's node list."""
     return resource_rows(resource_index(user=user, filters=filters))
@@ -331,6 +350,25 @@ def node_mig_usage(nodes: list[Node]) -> dict[int, dict[str, dict]]:
 def _pair(used: Decimal, capacity: Decimal, unit: Decimal = Decimal(1)) -> dict:
     used_out, capacity_out = usage_pair(used, capacity, unit)
     return {"used": used_out, "capacity": capacity_out}
+
+
+# How long a sync the page asked for may take before the page says it timed out.
+SYNC_GIVE_UP = timedelta(minutes=2)
+
+
+def sync_progress(name: str, *, user, since: datetime) -> dict:
+    """How a sync of backend ``name`` requested at ``since`` goes (``SyncState``): done once the backend was synced
+    after it, failed when its last contact failed, timed out after ``SYNC_GIVE_UP``, running otherwise."""
+    backend = backend_get(name, user=user)
+    now = timezone.now()
+    state = SyncState.RUNNING
+    if backend.last_sync_at and backend.last_sync_at >= since:
+        state = SyncState.DONE
+    elif backend.last_sync_error and now - since > timedelta(seconds=2):
+        state = SyncState.FAILED
+    elif now - since > SYNC_GIVE_UP:
+        state = SyncState.TIMEOUT
+    return {"backend": backend, "state": state, "since": since.timestamp(), "done": state != SyncState.RUNNING}
 
 
 def backend_health(*, user) -> list[dict]:
@@ -542,3 +580,11 @@ def hidden_nodes_moved(before: HiddenNodes) -> bool:
         if len(hidden) == len(pairs) and any(pool_id not in before.hidden_pools for pool_id, _ in now):
             return True
     return False
+
+
+def what_if_choices(*, user) -> dict:
+    """What the what-if page offers ``user``: each visible pool's platforms, and the projects they may read."""
+    return {
+        "platforms": pool_platform_names(user=user),
+        "projects": list(projects_queryset(user=user).order_by("name").values_list("name", flat=True)),
+    }

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..choices import PoolStatus
+from ..choices import ConfigType, PoolStatus
+from ..configs import pool_body
 from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.labels import node_label_template
 from ..engine.variables import render_pod_template, resolve_variables
@@ -178,3 +179,44 @@ def pool_filter_choices(*, user) -> dict[str, list[str]]:
     """What the pool filters offer ``user``: the backends of the pools they may see."""
     pools = Pool.objects.restrict(user).order_by("backend__name")
     return {"backends": list(pools.values_list("backend__name", flat=True).distinct())}
+
+
+def pool_platform_views(pool: Pool) -> list[dict]:
+    """What a pool's page shows of each platform: its body, the templates it merges, its rendered pod template
+    (or why it does not render) and its validation rules by set, in order."""
+    from .configs import config_state
+
+    body = pool_body(pool)
+    state = config_state([ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION])
+    rules = state[ConfigType.RESOURCE_VALIDATION]
+    views = []
+    for name, result in draft_render(pool_name=pool.name, pool=body, templates=state[ConfigType.POD_TEMPLATE]).items():
+        platform = body["platforms"].get(name) or {}
+        names = body["common_resource_validations"] + list(platform.get("resource_validations") or [])
+        views.append({"name": name, "body": platform, **result, "validations": [(n, rules.get(n, [])) for n in names]})
+    return views
+
+
+def pool_form_choices(*, user) -> dict[str, list[str]]:
+    """What the pool editor offers ``user``: the backends, pod templates and validation sets they may see."""
+    from .configs import config_objects
+
+    return {
+        key: sorted(config_objects(config_type=config_type, user=user))
+        for key, config_type in (
+            ("backends", ConfigType.BACKEND),
+            ("templates", ConfigType.POD_TEMPLATE),
+            ("validations", ConfigType.RESOURCE_VALIDATION),
+        )
+    }
+
+
+def draft_preview(*, user, pool_name: str, pool: dict, template: tuple[str, dict] | None = None) -> dict:
+    """``draft_render`` over the pod templates ``user`` may see, with ``template`` (name, spec) in place of the
+    saved one of that name: the editors' live previews, nothing saved."""
+    from .configs import config_objects
+
+    templates = config_objects(config_type=ConfigType.POD_TEMPLATE, user=user)
+    if template is not None:
+        templates[template[0]] = template[1]
+    return draft_render(pool_name=pool_name, pool=pool, templates=templates)

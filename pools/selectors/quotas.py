@@ -203,13 +203,25 @@ def _selected_pool(backend_id: int, node_selector, label_pools: dict[tuple[int, 
     return None
 
 
-def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None = None) -> list[dict]:
-    """One row per (department or project, pool) ``user`` may see, with every figure of SEMANTICS §9.
+def quota_figures(*, user, pool: str | None = None) -> list[dict]:
+    """One row per (department or project, pool) ``user`` may see, with every figure of SEMANTICS §9
+    (``quota_report``'s rows)."""
+    return quota_report(user=user, pool=pool)["quotas"]
 
-    Fair shares are computed per pool over every unit, seen or not (a share depends on its siblings), against
-    the pool's capacity; then the rows are cut to the units and pools ``user`` may see. A fixed number of
-    queries, whatever the number of units, pools and pods.
-    """
+
+def quota_warnings(*, user) -> list[str]:
+    """SEMANTICS §9's warnings about what ``user`` may see, without the figures: what a change's answer carries."""
+    units = _quota_units(user=user)
+    if units is None:
+        return []
+    pools, _, capacity, quotas, _, _, members, seen = units
+    return _oversubscribed(pools, capacity, members, quotas, seen)
+
+
+def _quota_units(*, user, pool: str | None = None):
+    """What the figures and the warnings start from: the pools ``user`` may see (of ``pool`` only, when given), the
+    label pools, the capacities, every unit's GPU quotas per pool, the departments, the projects, each
+    department's projects' positions, and the units ``user`` may see. None when there is no unit at all."""
     pool_rows = Pool.objects.restrict(user).order_by("name").values_list("id", "name", "backend_id", "node_label")
     pools, label_pools = [], {}
     for pool_id, name, backend_id, node_label in pool_rows:
@@ -237,23 +249,35 @@ def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None =
     ):
         _read_quotas(quotas, len(departments) + len(projects), resources)
         projects.append((name, department, namespaces))
-    units = [("department", name, None) for name in departments]
-    units += [("project", name, department) for name, department, _ in projects]
-    if not units:
-        return []  # no quota to divide, nothing to read: what /metrics costs a fleet that uses none
-    positions = {(kind, name): position for position, (kind, name, _) in enumerate(units)}
+    if not departments and not projects:
+        return None
     members: dict[str, list[int]] = {name: [] for name in departments}  # each department's projects' positions
-    for position, (kind, _, department) in enumerate(units):
-        if kind == "project":
-            members[department].append(position)
-    used, workloads = _usage({name: namespaces for name, _, namespaces in projects}, pools, label_pools)
+    for position, (_, department, _) in enumerate(projects, start=len(departments)):
+        members[department].append(position)
     if is_system(user):
-        seen = set(positions)
+        seen = {("department", name) for name in departments} | {("project", name) for name, _, _ in projects}
     else:
         seen = {("department", name) for name in Department.objects.restrict(user).values_list("name", flat=True)}
         seen |= {("project", name) for name in Project.objects.restrict(user).values_list("name", flat=True)}
-    if warnings is not None:
-        warnings.extend(_oversubscribed(pools, capacity, members, quotas, seen))
+    return pools, label_pools, capacity, quotas, departments, projects, members, seen
+
+
+def quota_report(*, user, pool: str | None = None) -> dict:
+    """``{"quotas": rows, "warnings": [...]}``: one row per (department or project, pool) ``user`` may see, with
+    every figure of SEMANTICS §9, and §9's warnings about what they may see (never refusals).
+
+    Fair shares are computed per pool over every unit, seen or not (a share depends on its siblings), against
+    the pool's capacity; then the rows are cut to the units and pools ``user`` may see. A fixed number of
+    queries, whatever the number of units, pools and pods.
+    """
+    units = _quota_units(user=user, pool=pool)
+    if units is None:
+        return {"quotas": [], "warnings": []}  # no quota to divide, nothing to read: what /metrics costs without any
+    pools, label_pools, capacity, quotas, departments, projects, members, seen = units
+    units = [("department", name, None) for name in departments]
+    units += [("project", name, department) for name, department, _ in projects]
+    used, workloads = _usage({name: namespaces for name, _, namespaces in projects}, pools, label_pools)
+    warnings = _oversubscribed(pools, capacity, members, quotas, seen)
     # What a unit's fair-share queue is whatever the pool: its name, its parent's, its creation order (by kind).
     identities = [(f"department/{name}", None, order) for order, name in enumerate(departments)]
     identities += [
@@ -331,7 +355,7 @@ def quota_figures(*, user, pool: str | None = None, warnings: list[str] | None =
                     "workloads": count_of.get(name, 0) if kind == "project" else department_count.get(name, 0),
                 }
             )
-    return rows
+    return {"quotas": rows, "warnings": warnings}
 
 
 def _share(fraction: tuple[int, int]) -> tuple[Decimal, int | float]:

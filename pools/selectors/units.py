@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 
-from accounts.access import SYSTEM, allows
+from accounts.access import SYSTEM
 
-from ..choices import ConfigType, UnitStatus
+from .. import gate
+from ..choices import UnitStatus
 from ..engine.errors import NotFound
-from ..engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT
 from ..models import Pool, UsageSample
 from .capacity import usage_series
-from .quotas import departments_visible, pool_quota_capacity, projects_visible, quota_figures
+from .quotas import departments_visible, pool_quota_capacity, projects_visible, quota_figures, quota_report
 
 BELOW_ABOVE_SHOWN = 5
 
@@ -87,26 +87,14 @@ def department_table(*, user) -> list[dict]:
     ]
 
 
-def can_change_unit(user, kind: str, department: str) -> bool:
-    """Whether ``user`` may change this department's quota, or a project's of ``department`` (the gate's rule)."""
-    if kind == "department":
-        return allows(user, CHANGE_CONFIG, ConfigType.DEPARTMENT)
-    return allows(user, CHANGE_CONFIG, ConfigType.PROJECT) and allows(user, MANAGE_DEPARTMENT, department)
-
-
-def can_change_quotas(user) -> bool:
-    """Whether ``user`` may change any quota at all: a department's, or a project's (of a department they manage)."""
-    return allows(user, CHANGE_CONFIG, ConfigType.DEPARTMENT) or allows(user, CHANGE_CONFIG, ConfigType.PROJECT)
-
-
 def quota_grid(*, user, department: str | None = None) -> dict:
     """The quota grid: one row per department (then its projects) ``user`` may see, one cell per visible pool
     with its quota (deserved, limit, over-quota weight) and what it holds; ``editable`` per row by the gate.
 
     Also ``warnings`` (SEMANTICS §9) for the current quotas.
     """
-    warnings: list[str] = []
-    rows = quota_figures(user=user, warnings=warnings)
+    report = quota_report(user=user)
+    rows, warnings = report["quotas"], report["warnings"]
     pools = list(dict.fromkeys(row["pool"] for row in rows))
     units: dict[tuple[str, str], dict] = {}
     editable: dict[tuple[str, str], bool] = {}
@@ -117,7 +105,7 @@ def quota_grid(*, user, department: str | None = None) -> dict:
         if key not in units:
             rights = (row["kind"], row["department"])
             if rights not in editable:
-                editable[rights] = can_change_unit(user, *rights)
+                editable[rights] = gate.may_change_quota(user, *rights)
             units[key] = {
                 "kind": row["kind"],
                 "unit": row["unit"],
@@ -135,8 +123,8 @@ def quota_dashboard(*, user, pool: str) -> dict:
     pool_obj = Pool.objects.restrict(user).filter(name=pool).first()
     if pool_obj is None:
         raise NotFound(f"pool '{pool}' does not exist")
-    warnings: list[str] = []
-    rows = quota_figures(user=user, pool=pool, warnings=warnings)
+    report = quota_report(user=user, pool=pool)
+    rows, warnings = report["quotas"], report["warnings"]
     departments = [row for row in rows if row["kind"] == "department"]
     projects = [row for row in rows if row["kind"] == "project"]
     capacity = pool_quota_capacity().get(pool_obj.name, 0)

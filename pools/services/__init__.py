@@ -24,6 +24,7 @@ from .config import (
     config_tag,
     config_update,
     config_write_lock,
+    platform_change,
     pool_maintenance_set,
     pool_role_generate,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "config_tag",
     "config_update",
     "config_write_lock",
+    "platform_change",
     "demo_history_backfill",
     "demo_install",
     "department_create",

@@ -494,6 +494,46 @@ def _resolve_paths(changes: dict, base_dir: str | None) -> dict:
     return changes
 
 
+def platform_change(
+    *,
+    pool: str,
+    platform: str,
+    edit: Callable[[dict | None], dict | None],
+    actor: Actor,
+    expected: Expected,
+    description: str = "",
+    tags: Iterable[str] = (),
+) -> list[ConfigRevision]:
+    """Change platform ``platform`` of pool ``pool``, as a change of the whole pool (one POOL revision), under the
+    config lock: ``edit`` takes the platform's current body (None when the pool has none of that name) and returns
+    the new one (None removes it). ``expected`` is about the platform itself: absent for an add (409 when it is
+    there), present, or at one of the ETags of its body (412 otherwise).
+    """
+
+    def changes(state):
+        body = state[ConfigType.POOL].get(pool)
+        if body is None:
+            return {}  # gone meanwhile (or hidden): the pool's expectation answers 404
+        platforms = dict(body["platforms"])
+        current = platforms.get(platform)
+        if not expected.exists and current is not None:
+            raise Conflict([Problem("name", f"pool '{pool}' already has platform '{platform}'")])
+        if expected.exists and current is None:
+            raise NotFound(f"pool '{pool}' has no platform '{platform}'")
+        if expected.etags and body_etag(current) not in expected.etags:
+            raise Stale(f"platform '{platform}' changed since it was read; read it again")
+        new = edit(current)
+        if new is None:
+            platforms.pop(platform)
+        else:
+            platforms[platform] = new
+        return {ConfigType.POOL: {pool: {**body, "platforms": platforms}}}
+
+    return config_apply(
+        changes=changes, actor=actor, expect={(ConfigType.POOL, pool): PRESENT}, description=description, tags=tags
+    )
+
+
 def config_update(
     *,
     config_type: ConfigType,

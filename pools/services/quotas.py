@@ -97,11 +97,10 @@ def quota_bulk_set(
 def quota_bulk_preview(*, quotas: list[dict], actor: Actor) -> list[str]:
     """The warnings of SEMANTICS §9 after a bulk change, the change itself not kept: the quota grid's check as one
     types. The change is made as ``quota_bulk_set`` makes it (the gate and every check included), the warnings
-    read with ``quota_figures``, the one function that knows them, and the transaction rolled back."""
+    read with ``quota_report``, the one function that knows them, and the transaction rolled back."""
     with transaction.atomic():
         quota_bulk_set(quotas=quotas, actor=actor)
-        warnings: list[str] = []
-        selectors.quota_figures(user=actor.principal, warnings=warnings)
+        warnings = selectors.quota_report(user=actor.principal)["warnings"]
         transaction.set_rollback(True)
     return warnings
 

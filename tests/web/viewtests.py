@@ -27,13 +27,14 @@ from people import person, role
 
 from accounts.access import user_role_names
 from accounts.models import Role
-from pools.engine.permissions import DOORS, Door
+from pools.doors import Entry as Door
+from pools.doors import http_doors
 from pools.models import Backend, PodTemplate, Pool, ResourceValidation
 
 # Doors of the REST API and of scrapers: their tests are the API's. Every other HTTP door is a page, an
 # htmx fragment or a form's post.
 API = ("/api/", "/accounts/api/", "/metrics")
-PAGE_DOORS = {door.door: door for door in DOORS if door.path.startswith("/") and not door.path.startswith(API)}
+PAGE_DOORS = {door.door: door for door in http_doors() if not door.path.startswith(API)}
 SUCCESS = {200, 201, 286, 302}  # 286: htmx's "done, stop polling"
 
 READ_TEAM_A = {"actions": ["pool:Read"], "resources": ["pool/team-a"]}

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -20,7 +21,8 @@ from django.core.management.base import BaseCommand, CommandError
 from accounts import selectors as access_selectors
 from accounts import services as access_services
 from accounts.tokens import parse_lifetime
-from pools import cli, selectors, services
+from pools import cli, gate, selectors, services, tables
+from pools import doors as pool_doors
 from pools.choices import ChangeOrigin, ConsumptionBy
 from pools.configs import (
     QUOTA_SPEC_KEYS,
@@ -32,11 +34,12 @@ from pools.configs import (
     parse_revision_ref,
     read_document,
 )
+from pools.engine.doors import door
 from pools.engine.errors import AccessDenied, ConfigError, EngineError
-from pools.engine.permissions import DOORS
 from pools.filtersets import IdleGpuFilterSet, NamesFilter, NodeFilterSet, PoolFilterSet
 from pools.inventory.records import InventoryError
 from pools.models import Backend
+from pools.tables import as_json
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,29 @@ CONSUMPTION_OPTIONS = ("by", "period", "since", "until", "pool", "backend")  # C
 
 class Error(CommandError):
     """Printed by Django as ``Error: <message>`` on one line, exit status 1."""
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A ``poolctl`` verb: how it is typed, the door of the catalogue it goes through, and which options name the
+    door's parameters (``name="pool"``: the door's object is the ``pool`` option)."""
+
+    shown: str
+    door: str
+    parameters: dict[str, str]
+
+    def gate_parameters(self, options: dict) -> dict[str, str]:
+        return {name: options[option] for name, option in self.parameters.items() if options.get(option)}
+
+
+def verb(shown: str, key: str, **parameters: str):
+    """Declares a ``do_*`` method as the verb ``shown``, through door ``key``: the gate decides it before it runs."""
+
+    def declare(method):
+        method.verb = Verb(shown, key, parameters)
+        return method
+
+    return declare
 
 
 def revision_argument(text: str) -> int:
@@ -329,9 +355,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         self.actor = self._actor(options)
         self.principal = self.actor.principal
-        verb = options.get("verb") or "file"  # ``delete -f FILE`` names no kind
-        handler = getattr(self, f"do_{options['group']}_{verb.replace('-', '_')}")
+        name = options.get("verb") or "file"  # ``delete -f FILE`` names no kind
+        handler = getattr(self, f"do_{options['group']}_{name.replace('-', '_')}")
         try:
+            if options.get("ref"):
+                options["ref_type"], options["ref_revision"] = parse_revision_ref(options["ref"])
+            gate.door_check(self.principal, door(handler.verb.door), handler.verb.gate_parameters(options))
             return handler(options)
         except AccessDenied as exc:
             raise Error(f"permission denied: {exc}") from None
@@ -364,6 +393,7 @@ class Command(BaseCommand):
 
     # config ------------------------------------------------------------------------------------------
 
+    @verb("config import", "config.import")
     def do_config_import(self, o):
         data = read_document(o["file"])
         self.report(
@@ -376,6 +406,7 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("config update TYPE", "config.update", config_type="type")
     def do_config_update(self, o):
         config_type = parse_config_type(o["type"])
         data = read_document(o["file"])
@@ -391,20 +422,23 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("config show", "config.show")
     def do_config_show(self, o):
         data = selectors.config_show(
             config_type=parse_config_type(o["type"]), name=o["name"], revision=o["revision"], user=self.principal
         )
-        self.out(cli.as_json(data))
+        self.out(as_json(data))
 
+    @verb("config history", "config.history")
     def do_config_history(self, o):
         filters = {"config_type": [parse_config_type(o["type"])] if o["type"] else [], "name": o["name"] or ""}
         revisions = [
             selectors.revision_summary(selectors.redacted(r, self.principal))
             for r in selectors.config_history(user=self.principal, filters=filters)
         ]
-        self.out(cli.as_json({"revisions": revisions}) if o["format"] == "json" else cli.history_text(revisions))
+        self.out(as_json({"revisions": revisions}) if o["format"] == "json" else tables.REVISIONS.text(revisions))
 
+    @verb("config diff", "config.diff")
     def do_config_diff(self, o):
         config_type, revision = parse_revision_ref(o["first"])
         other = None
@@ -415,6 +449,7 @@ class Command(BaseCommand):
         diff = selectors.config_diff(config_type=config_type, revision=revision, other=other, user=self.principal)
         self.out(diff or "No differences.")
 
+    @verb("config rollback TYPE:REV", "config.rollback", config_type="ref_type", revision="ref_revision")
     def do_config_rollback(self, o):
         config_type, revision = parse_revision_ref(o["ref"])
         self.report(
@@ -423,6 +458,7 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("config tag TYPE:REV", "config.tag", config_type="ref_type", revision="ref_revision")
     def do_config_tag(self, o):
         config_type, revision = parse_revision_ref(o["ref"])
         tagged = services.config_tag(
@@ -430,6 +466,7 @@ class Command(BaseCommand):
         )
         self.out(f"{tagged.config_type}:{tagged.revision} tags: {', '.join(tagged.tags) or '(none)'}")
 
+    @verb("config delete TYPE NAME", "config.update", config_type="type")
     def do_config_delete(self, o):
         self.report(
             services.config_delete(
@@ -437,11 +474,13 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("config restore-builtins", "config.import")
     def do_config_restore_builtins(self, o):
         self.report(services.builtins_restore(actor=self.actor))
 
     # backend / pool / resource / role -------------------------------------------------------------------
 
+    @verb("backend sync NAME|--all", "backend.sync", name="name")
     def do_backend_sync(self, o):
         if o["all"] == bool(o["name"]):
             raise Error("give a backend name or --all")
@@ -466,21 +505,11 @@ class Command(BaseCommand):
 
     def _sync_report(self, results, output_format):
         if output_format == "json":
-            self.out(cli.as_json({"backends": results}))
+            self.out(as_json({"backends": results}))
             return
-        rows = [
-            [
-                name,
-                c["nodes"],
-                c["pods"],
-                c["warnings"],
-                "+{created} ~{updated} -{deleted}".format(**c["nodes_changed"]),
-                "+{created} ~{updated} -{deleted}".format(**c["pods_changed"]),
-            ]
-            for name, c in results.items()
-        ]
-        self.out(cli.table(["Backend", "Nodes", "Pods", "Warnings", "Node changes", "Pod changes"], rows))
+        self.out(tables.SYNC_RESULTS.text([{"backend": name, **counts} for name, counts in results.items()]))
 
+    @verb("backend watch NAME", "backend.sync", name="name")
     def do_backend_watch(self, o):
         backend = Backend.objects.filter(name=o["name"]).first()
         if backend is None:
@@ -499,6 +528,7 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             stop.set()
 
+    @verb("node label NODE", "node.label", name="node", backend="backend")
     def do_node_label(self, o):
         key, sep, value = o["label"].partition("=")
         if not sep:
@@ -508,14 +538,17 @@ class Command(BaseCommand):
         )
         self.out(f"node/{change.node_name} labeled {change.key}={change.new_value}")
 
+    @verb("node unlabel NODE", "node.label", name="node", backend="backend")
     def do_node_unlabel(self, o):
         change = services.node_label(node=o["node"], key=o["key"], value=None, backend=o["backend"], actor=self.actor)
         self.out(f"node/{change.node_name} unlabeled {change.key}")
 
+    @verb("pool list", "pool.list")
     def do_pool_list(self, o):
         pools = selectors.pool_list(user=self.principal, filters=_filters(o, PoolFilterSet))
-        self.out(cli.as_json({"pools": pools}) if o["format"] == "json" else cli.pool_list_text(pools))
+        self.out(as_json({"pools": pools}) if o["format"] == "json" else tables.POOLS.text(pools))
 
+    @verb("pool render POOL", "pool.render", name="pool")
     def do_pool_render(self, o):
         result = selectors.pool_render(
             pool_name=o["pool"],
@@ -523,8 +556,9 @@ class Command(BaseCommand):
             user_values=parse_assignments(o["assignments"]),
             user=self.principal,
         )
-        self.out(cli.as_json(result) if o["format"] == "json" else cli.render_text(result))
+        self.out(as_json(result) if o["format"] == "json" else cli.render_text(result))
 
+    @verb("pool check POOL", "pool.check", name="pool")
     def do_pool_check(self, o):
         result = selectors.pool_check(
             pool_name=o["pool"],
@@ -533,24 +567,28 @@ class Command(BaseCommand):
             user=self.principal,
             project=o["project"],
         )
-        self.out(cli.as_json(result) if o["format"] == "json" else cli.check_text(result))
+        self.out(as_json(result) if o["format"] == "json" else cli.check_text(result))
         if not result["passed"]:
             sys.exit(1)
 
+    @verb("resource list", "resource.list")
     def do_resource_list(self, o):
         rows = selectors.resource_list(user=self.principal, filters=_filters(o, NodeFilterSet))
-        self.out(cli.as_json({"resources": rows}) if o["format"] == "json" else cli.resource_list_text(rows))
+        self.out(as_json({"resources": rows}) if o["format"] == "json" else tables.RESOURCES.text(rows))
 
+    @verb("role set osmo-PREFIX pool", "role.generate")
     def do_role_set(self, o):
         self.report(services.pool_role_generate(name=o["name"], actor=self.actor))
 
+    @verb("role check", "access.check")
     def do_role_check(self, o):
         roles = [name.strip() for name in o["roles"].split(",") if name.strip()]
         result = selectors.role_check(roles=roles, action=o["action"], resource=o["resource"])
-        self.out(cli.as_json(result) if o["format"] == "json" else cli.role_check_text(result))
+        self.out(as_json(result) if o["format"] == "json" else cli.role_check_text(result))
 
     # gpuctl (SEMANTICS §8.1) ------------------------------------------------------------------------------
 
+    @verb("create -f FILE", "label_pool.create")
     def do_create_file(self, o):
         result = services.label_pool_apply(
             document=gpuctl_file_parse(read_document(o["file"])),
@@ -563,11 +601,13 @@ class Command(BaseCommand):
             f"{len(result['labelled'])} node(s) labelled, {len(result['unchanged'])} already labelled"
         )
 
+    @verb("delete -f FILE", "label_pool.delete")
     def do_delete_file(self, o):
         if not o["file"]:
             raise Error("give 'pool NAME' or -f FILE")
         self._delete_pool(gpuctl_file_parse(read_document(o["file"]))["name"], o["force"])
 
+    @verb("delete pool NAME", "label_pool.delete", name="name")
     def do_delete_pool(self, o):
         if o["file"]:
             raise Error("give either 'pool NAME' or -f FILE, not both")
@@ -581,35 +621,43 @@ class Command(BaseCommand):
             )
         self.out(f"pool/{name} deleted: label removed from {len(result['unlabelled'])} node(s)")
 
+    @verb("get pools", "gpuctl.pools")
     def do_get_pools(self, o):
         pools = selectors.gpuctl_pools(user=self.principal)
-        self.out(cli.as_json({"pools": pools}) if o["json"] else cli.gpuctl_pools_text(pools))
+        self.out(as_json({"pools": pools}) if o["json"] else tables.GPUCTL_POOLS.text(pools))
 
+    @verb("get nodes", "node.list")
     def do_get_nodes(self, o):
         nodes = selectors.gpuctl_nodes(user=self.principal, pool=o["pool"], gpu_type=o["gpu_type"])
-        self.out(cli.as_json({"nodes": nodes}) if o["json"] else cli.gpuctl_nodes_text(nodes))
+        self.out(as_json({"nodes": nodes}) if o["json"] else tables.GPUCTL_NODES.text(nodes))
 
+    @verb("get labels NODE", "node.get", name="name", backend="backend")
     def do_get_labels(self, o):
         result = selectors.node_labels(o["name"], user=self.principal, key=o["key"], backend=o["backend"])
-        self.out(cli.as_json(result) if o["json"] else cli.node_labels_text({**result, "key": o["key"]}))
+        self.out(as_json(result) if o["json"] else cli.node_labels_text({**result, "key": o["key"]}))
 
+    @verb("get idle", "idle.list")
     def do_get_idle(self, o):
         rows = selectors.idle_workloads(user=self.principal, filters=_filters(o, IdleGpuFilterSet))
-        self.out(cli.as_json(rows) if o["json"] else cli.idle_workloads_text(rows))
+        self.out(as_json(rows) if o["json"] else tables.IDLE.text(rows))
 
+    @verb("get consumption", "consumption.report")
     def do_get_consumption(self, o):
         filters = {name: o[f"filter_{name}"] for name in CONSUMPTION_OPTIONS if o[f"filter_{name}"]}
         report = selectors.consumption_report(user=self.principal, filters=filters)
-        self.out(cli.as_json(report) if o["json"] else cli.consumption_text(report))
+        self.out(as_json(report) if o["json"] else cli.consumption_text(report))
 
+    @verb("describe pool NAME", "gpuctl.pool", name="name")
     def do_describe_pool(self, o):
         pool = selectors.gpuctl_pool_detail(o["name"], user=self.principal)
-        self.out(cli.as_json(pool) if o["json"] else cli.gpuctl_pool_detail_text(pool))
+        self.out(as_json(pool) if o["json"] else cli.gpuctl_pool_detail_text(pool))
 
+    @verb("describe node NODE", "node.get", name="name", backend="backend")
     def do_describe_node(self, o):
         node = selectors.gpuctl_node_detail(o["name"], user=self.principal, backend=o["backend"])
-        self.out(cli.as_json(node) if o["json"] else cli.gpuctl_node_detail_text(node))
+        self.out(as_json(node) if o["json"] else cli.gpuctl_node_detail_text(node))
 
+    @verb("label node NODE", "node.label", name="name", backend="backend")
     def do_label_node(self, o):
         key, sep, value = o["label"].partition("=")
         if o["delete"]:
@@ -627,6 +675,7 @@ class Command(BaseCommand):
 
     # quotas -----------------------------------------------------------------------------------------------
 
+    @verb("department create", "unit.create")
     def do_department_create(self, o):
         resources = [parse_quota_spec(spec) for spec in o["resources"]]
         self.report(
@@ -635,10 +684,12 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("department list", "unit.departments")
     def do_department_list(self, o):
-        departments = selectors.departments_visible(user=self.principal)
-        self.out(cli.as_json({"departments": departments}) if o["json"] else cli.department_list_text(departments))
+        departments = selectors.department_table(user=self.principal)
+        self.out(as_json({"departments": departments}) if o["json"] else tables.DEPARTMENTS.text(departments))
 
+    @verb("project create", "unit.create")
     def do_project_create(self, o):
         resources = [parse_quota_spec(spec) for spec in o["resources"]]
         self.report(
@@ -652,17 +703,19 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("project list", "unit.projects")
     def do_project_list(self, o):
-        projects = selectors.projects_visible(user=self.principal, department=o["department"])
-        self.out(cli.as_json({"projects": projects}) if o["json"] else cli.project_list_text(projects))
+        projects = selectors.project_table(user=self.principal, department=o["department"])
+        self.out(as_json({"projects": projects}) if o["json"] else tables.PROJECTS.text(projects))
 
+    @verb("quota list", "quota.list")
     def do_quota_list(self, o):
-        warnings: list[str] = []
-        rows = selectors.quota_figures(user=self.principal, pool=o["pool"], warnings=warnings)
-        self.out(cli.as_json({"quotas": rows, "warnings": warnings}) if o["json"] else cli.quota_list_text(rows))
-        for warning in [] if o["json"] else warnings:
+        report = selectors.quota_report(user=self.principal, pool=o["pool"])
+        self.out(as_json(report) if o["json"] else tables.QUOTAS.text(report["quotas"]))
+        for warning in [] if o["json"] else report["warnings"]:
             self.stderr.write(f"warning: {warning}")
 
+    @verb("quota set UNIT --pool P", "quota.change")
     def do_quota_set(self, o):
         words = {"priority": o["priority"]} | {
             key: o[key.replace("-", "_")] for key in QUOTA_SPEC_KEYS if key.replace("-", "_") in o
@@ -678,38 +731,41 @@ class Command(BaseCommand):
             )
         )
 
+    @verb("quota simulate --file F", "quota.simulate")
     def do_quota_simulate(self, o):
         document = read_document(o["file"])
         result = selectors.quota_simulate(document)
-        self.out(cli.as_json(result) if o["json"] else cli.quota_simulation_text(document, result))
+        self.out(as_json(result) if o["json"] else cli.quota_simulation_text(document, result))
 
     # access / token -------------------------------------------------------------------------------------
 
+    @verb("access explain", "access.check")
     def do_access_explain(self, o):
         result = access_selectors.access_explain(username=o["subject"], action=o["action"], resource=o["resource"])
-        self.out(cli.as_json(result) if o["format"] == "json" else access_explain_text(result))
+        self.out(as_json(result) if o["format"] == "json" else cli.access_explain_text(result))
 
+    @verb("access doors", "api.schema")
     def do_access_doors(self, o):
-        self.out(cli.doors_markdown(DOORS))
+        self.out(pool_doors.markdown([*pool_doors.http_doors(), *cli_doors()]))
 
+    @verb("access sync", "access.sync")
     def do_access_sync(self, o):
         counts = services.pool_permissions_sync()
         self.out(f"pool permissions: {counts['added']} added, {counts['removed']} removed")
 
+    @verb("token create --user NAME", "user.token", username="subject")
     def do_token_create(self, o):
-        user = get_user_model().objects.filter(username=o["subject"]).first()
-        if user is None:
-            raise Error(f"user '{o['subject']}' does not exist")
         try:
             lifetime = parse_lifetime(o["expires"])
         except ValueError as exc:
             raise Error(str(exc)) from None
-        token, secret = access_services.api_token_create(
-            user=user, name=o["name"], lifetime=lifetime, principal=self.principal
+        token, secret = access_services.api_token_create_for(
+            username=o["subject"], name=o["name"], lifetime=lifetime, principal=self.principal
         )
-        self.stderr.write(f"token {token.name} for {user.username}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC")
+        self.stderr.write(f"token {token.name} for {o['subject']}, expires {token.expires_at:%Y-%m-%d %H:%M} UTC")
         self.out(secret)
 
+    @verb("user create NAME", "user.create", username="name")
     def do_user_create(self, o):
         user = access_services.user_create(
             principal=self.principal,
@@ -723,13 +779,15 @@ class Command(BaseCommand):
         roles = ", ".join(sorted(user.groups.values_list("name", flat=True))) or "no roles"
         self.out(f"{kind} {user.username} created ({roles})")
 
+    @verb("user set-roles NAME", "user.roles", username="name")
     def do_user_set_roles(self, o):
         roles = access_services.user_roles_set(principal=self.principal, username=o["name"], roles=_names(o["roles"]))
         self.out(f"user {o['name']} holds {', '.join(sorted(roles)) or 'no roles'}")
 
+    @verb("user list", "user.list")
     def do_user_list(self, o):
         users = access_selectors.users_visible(principal=self.principal)
-        self.out(cli.as_json({"users": users}) if o["format"] == "json" else cli.user_list_text(users))
+        self.out(as_json({"users": users}) if o["format"] == "json" else tables.USERS.text(users))
 
 
 def _names(text: str) -> list[str]:
@@ -737,15 +795,12 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def access_explain_text(result: dict) -> str:
-    """``ALLOWED``/``DENIED``, the user's roles and the deciding role and policy, one per line."""
-    verdict = "ALLOWED" if result["allowed"] else "DENIED"
-    lines = [
-        f"{verdict}: {result['user']} {result['action']} on {result['resource'] or '(unscoped)'}",
-        f"roles:  {', '.join(result['roles']) or '(none)'}",
-        f"reason: {result['reason']}",
+def cli_doors() -> list[pool_doors.Entry]:
+    """Every ``poolctl`` verb with the door it goes through (``poolctl access doors``)."""
+    verbs = [
+        method.verb for name, method in vars(Command).items() if name.startswith("do_") and hasattr(method, "verb")
     ]
-    return "\n".join(lines)
+    return [pool_doors.Entry(f"poolctl {verb.shown}", door(verb.door)) for verb in verbs]
 
 
 def _login_name() -> str:

@@ -1,13 +1,10 @@
-"""gpuctl's pool workflow over REST (SEMANTICS §8.1): thin views over ``services.label_pool_*`` and ``node_label``.
-
-- ``POST /api/label_pools/``: a gpuctl ``kind: pool`` document as JSON (plus ``backend``, ``overwrite``);
-- ``DELETE /api/label_pools/{name}/?force=true``: 409 with the running and pending workloads unless forced;
-- ``GET`` and ``PATCH /api/nodes/{name}/labels/``: a node's labels, and one label set or removed.
-"""
+"""gpuctl's pool workflow over REST (SEMANTICS §8.1): a label pool from a gpuctl pool file, its deletion, and one
+node label set or removed, each written to the cluster all or nothing by ``services.label_pool_*``/``node_label``."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers as drf
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
@@ -16,8 +13,8 @@ from pools import selectors, services
 from pools.configs import gpuctl_file_parse
 
 from . import serializers
-from .errors import bad_request, errors_body
-from .views import ApiView
+from .base import ApiView
+from .errors import errors_body
 
 BACKEND = OpenApiParameter("backend", str, description="the node's backend, when several have a node of that name")
 ERRORS = OpenApiResponse(description='{"errors": [{"field", "message"}]}')
@@ -28,32 +25,41 @@ class GpuctlView(ApiView, GenericAPIView):
     filter_backends = []
 
 
+class LabelPoolOptions(drf.Serializer):
+    """Where and how a pool file is applied (the file itself is read by ``gpuctl_file_parse``)."""
+
+    backend = drf.CharField(required=False, allow_null=True, allow_blank=True, default=None)
+    overwrite = drf.BooleanField(required=False, default=False)
+
+
 class LabelPoolListView(GpuctlView):
+    doors = {"POST": "label_pool.create"}
     serializer_class = serializers.LabelPoolRequestSerializer
 
     @extend_schema(
         summary="Create or update a label pool from a gpuctl pool file",
         description="Labels every listed node `<pool_label_key>=<name>` (and `runwhere.ai/gpu-type`) in the "
         "cluster, all or nothing, and creates the pool. Needs `config:Update` on pools and `backend:Update` on "
-        "the backend. A missing node (400) or one in another pool without `overwrite` (409) changes nothing.",
+        "the backend. A missing node (400) or one in another pool without `overwrite` (409) changes nothing; a "
+        "node of a pool hidden from the caller is refused as a missing one.",
         request=serializers.LabelPoolRequestSerializer,
         responses={201: serializers.LabelPoolResultSerializer, 400: ERRORS, 403: ERRORS, 404: ERRORS, 409: ERRORS},
     )
     def post(self, request):
         body = self.body()
-        backend = body.pop("backend", None)
-        overwrite = body.pop("overwrite", False)
-        if backend is not None and not isinstance(backend, str):
-            raise bad_request("must be a string", field="backend")
-        if not isinstance(overwrite, bool):
-            raise bad_request("must be true or false", field="overwrite")
+        options = LabelPoolOptions(data={key: body.pop(key) for key in ("backend", "overwrite") if key in body})
+        options.is_valid(raise_exception=True)
         result = services.label_pool_apply(
-            document=gpuctl_file_parse(body), actor=self.actor(), backend=backend or None, overwrite=overwrite
+            document=gpuctl_file_parse(body),
+            actor=self.actor(),
+            backend=options.validated_data["backend"] or None,
+            overwrite=options.validated_data["overwrite"],
         )
         return Response(result, status=status.HTTP_201_CREATED)
 
 
 class LabelPoolDetailView(GpuctlView):
+    doors = {"DELETE": "label_pool.delete"}
     serializer_class = serializers.LabelPoolDeleteResultSerializer
 
     @extend_schema(
@@ -72,6 +78,7 @@ class LabelPoolDetailView(GpuctlView):
 
 
 class NodeLabelsView(GpuctlView):
+    doors = {"GET": "node.get", "PATCH": "node.label"}
     serializer_class = serializers.NodeLabelsSerializer
 
     @extend_schema(summary="A node's labels", parameters=[BACKEND], responses={200: serializers.NodeLabelsSerializer})

@@ -1,13 +1,9 @@
-"""``/api/users/``: people and service accounts, the roles they hold, and tokens for service accounts.
-
-Thin, like every endpoint: ``accounts.services`` decides (``CHANGE_USER`` on ``user/<name>``, nobody changes
-their own roles, no role may be given that its giver does not hold entirely) and ``accounts.selectors``
-lists only the users the caller may see (``VIEW_USER``), so an invisible user answers 404.
-"""
+"""``/api/users/``: people and service accounts, the roles they hold, and tokens for service accounts. The services
+decide every change (``accounts.services``: nobody changes their own roles, no role may be given that its giver
+does not hold entirely, and any act on another user needs everything they may do)."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
@@ -16,10 +12,9 @@ from rest_framework.response import Response
 from accounts import selectors as account_selectors
 from accounts import services as account_services
 from accounts.tokens import parse_lifetime
-from pools.engine.errors import ConfigError
 
+from .base import ApiView
 from .errors import service_errors
-from .views import ApiView
 
 
 class UserSerializer(serializers.Serializer):
@@ -55,6 +50,12 @@ class TokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=128)
     expires = serializers.CharField(default="30d", max_length=16, help_text="30d, 12h, 2w (at most a year)")
 
+    def validate_expires(self, value: str):
+        try:
+            return parse_lifetime(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
 
 class TokenSerializer(serializers.Serializer):
     name = serializers.CharField()
@@ -69,15 +70,19 @@ def _validated(serializer_class, data) -> dict:
     return request.validated_data
 
 
-def _shown(request, username: str) -> dict:
-    return account_selectors.user_visible(principal=request.user, username=username)
-
-
-class UserListView(ApiView, GenericAPIView):
-    """Users and service accounts: list, create."""
-
+class UserView(ApiView, GenericAPIView):
     pagination_class = None
     filter_backends = []
+
+    def shown(self, username: str) -> dict:
+        with service_errors():
+            return account_selectors.user_visible(principal=self.request.user, username=username)
+
+
+class UserListView(UserView):
+    """Users and service accounts: list, create."""
+
+    doors = {"GET": "user.list", "POST": "user.create"}
 
     @extend_schema(summary="List users and service accounts", responses=UserListSerializer, operation_id="users_list")
     def get(self, request):
@@ -94,59 +99,49 @@ class UserListView(ApiView, GenericAPIView):
         options = _validated(UserCreateSerializer, request.data)
         with service_errors():
             user = account_services.user_create(principal=request.user, **options)
-        return Response(_shown(request, user.username), status=status.HTTP_201_CREATED)
+        return Response(self.shown(user.username), status=status.HTTP_201_CREATED)
 
 
-class UserDetailView(ApiView, GenericAPIView):
-    pagination_class = None
-    filter_backends = []
+class UserDetailView(UserView):
+    doors = {"GET": "user.get"}
 
     @extend_schema(summary="Get a user", responses=UserSerializer)
     def get(self, request, username):
-        with service_errors():
-            return Response(_shown(request, username))
+        return Response(self.shown(username))
 
 
-class UserRolesView(ApiView, GenericAPIView):
-    pagination_class = None
-    filter_backends = []
+class UserRolesView(UserView):
+    doors = {"PUT": "user.roles"}
 
     @extend_schema(
         summary="Set the roles a user holds",
         request=UserRolesSerializer,
         responses=UserSerializer,
-        description="Exactly these roles afterwards. Nobody changes their own roles; each role newly given must "
-        "be one the caller holds entirely.",
+        description="Exactly these roles afterwards. Nobody changes their own roles; acting on another user needs "
+        "everything they may do, and each role newly given must be one the caller holds entirely.",
     )
     def put(self, request, username):
         options = _validated(UserRolesSerializer, request.data)
         with service_errors():
             account_services.user_roles_set(principal=request.user, username=username, roles=options["roles"])
-            return Response(_shown(request, username))
+        return Response(self.shown(username))
 
 
-class UserTokensView(ApiView, GenericAPIView):
-    pagination_class = None
-    filter_backends = []
+class UserTokensView(UserView):
+    doors = {"POST": "user.token"}
 
     @extend_schema(
         summary="Create a token for a user (a service account, typically)",
         request=TokenCreateSerializer,
         responses={201: TokenSerializer},
-        description="The token acts with the user's roles, so the caller must hold all of them. It is shown "
-        "once; the response is not cached (`Cache-Control: no-store`).",
+        description="The token acts as the user, so the caller must be able to do everything the user may (and be a "
+        "superuser for a superuser's). It is shown once; the response is not cached (`Cache-Control: no-store`).",
     )
     def post(self, request, username):
         options = _validated(TokenCreateSerializer, request.data)
         with service_errors():
-            _shown(request, username)
-            try:
-                lifetime = parse_lifetime(options["expires"])
-            except ValueError as exc:
-                raise ConfigError(str(exc), field="expires") from None
-            user = get_user_model().objects.get(username=username)
-            token, secret = account_services.api_token_create(
-                user=user, name=options["name"], lifetime=lifetime, principal=request.user
+            token, secret = account_services.api_token_create_for(
+                username=username, name=options["name"], lifetime=options["expires"], principal=request.user
             )
         body = {"name": token.name, "user": username, "token": secret, "expires_at": token.expires_at}
         response = Response(TokenSerializer(body).data, status=status.HTTP_201_CREATED)

@@ -1,9 +1,10 @@
-"""API views: thin. Reads come from the selectors (restricted to what the user may read), writes go through
-the services with an ``Actor`` of origin ``api``; errors leave as ``{"errors": [...]}`` (``errors.py``).
+"""Config objects over REST: backends, pools (with their platforms), pod templates, resource validations, roles,
+departments and projects by name, in OSMO's shapes; and the generic per-type endpoints of ``poolctl config``
+(show, update, import, history, diff, revisions, tags, rollback).
 
-Config objects (backends, pools, platforms, pod templates, resource validations, roles) share one
-viewset base: list, get (with an ETag), create, replace, merge-patch and delete, each write an
-all-or-nothing service call that records a revision.
+Every write is one service call that decides (404 for what the caller may not see, 403 for what they may not do)
+and serialises: a create that finds the name taken answers 409, a change whose ``If-Match`` names an older
+version 412, also when two such requests race.
 """
 
 from __future__ import annotations
@@ -11,49 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.db.models import QuerySet
-from django.http import HttpResponse
-from django.template import engines
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from drf_spectacular.views import SpectacularRedocView
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.filters import OrderingFilter
 from rest_framework.generics import GenericAPIView
-from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
-from rest_framework.views import APIView
 
 from accounts.models import Role
 from pools import filtersets, jobs, selectors, services
-from pools.choices import ChangeOrigin, ConfigType
-from pools.configs import body_etag, merge_patch, parse_config_type, parse_revision_number, platform_body
-from pools.engine.errors import ConfigError, Conflict, NotFound, Problem, Stale
-from pools.models import (
-    Backend,
-    ConfigRevision,
-    Department,
-    Node,
-    NodeMembership,
-    Platform,
-    Pod,
-    PodTemplate,
-    Pool,
-    Project,
-    UsageSample,
-)
+from pools.choices import ConfigType
+from pools.configs import merge_patch, parse_config_type, parse_revision_number, platform_body
+from pools.engine.errors import ConfigError
+from pools.models import Backend, ConfigRevision, Department, Platform, PodTemplate, Pool, Project
 from pools.models import ResourceValidation as ResourceValidationModel
 
 from . import serializers
+from .base import ApiView, filter_parameters
 from .conditional import if_match, with_etag
 from .errors import ConfigProblems, bad_request, object_path, service_errors
-from .metadata import EndpointMetadata
-from .parsers import BoundedJSONParser
-from .renderers import CSVRenderer
 
 CHANGE_PARAMETERS = [
     OpenApiParameter("description", str, description="why the change is made (kept on the revision)"),
@@ -72,55 +50,21 @@ REVISION = OpenApiParameter("revision", int, OpenApiParameter.PATH)
 POOL_NAME = OpenApiParameter("pool_name", str, OpenApiParameter.PATH, description="the pool's name")
 
 
-class Pagination(LimitOffsetPagination):
-    """``?limit=&offset=``; a page holds 100 rows unless asked otherwise, 1000 at most."""
-
-    default_limit = 100
-    max_limit = 1000
-
-
-class ApiView:
-    """What every endpoint of this API shares: JSON in and out, filters, ordering, pagination."""
-
-    parser_classes = [BoundedJSONParser]
-    metadata_class = EndpointMetadata
-    renderer_classes = [JSONRenderer]
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
-    pagination_class = Pagination
-
-    def handle_exception(self, exc):
-        # Errors are JSON whatever format a listing was asked in (?format=csv): one error shape for all.
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)
-
-    def actor(self) -> services.Actor:
-        return services.Actor.of(self.request.user, ChangeOrigin.API)
-
-    def change_options(self) -> dict:
-        """The revision's description and tags, from the query string."""
-        return {
-            "description": self.request.query_params.get("description", ""),
-            "tags": [tag for tag in self.request.query_params.getlist("tag") if tag.strip()],
-        }
-
-    def body(self) -> dict:
-        data = self.request.data
-        if not isinstance(data, dict):
-            raise bad_request("the request body must be a JSON object")
-        return dict(data)
-
-
-# --- config objects ------------------------------------------------------------------------------------
+def crud_doors(config_type: ConfigType) -> dict[str, str]:
+    """A config type's viewset actions and their doors."""
+    prefix = config_type.lower()
+    return {
+        "list": f"{prefix}.list",
+        "retrieve": f"{prefix}.get",
+        "create": f"{prefix}.create",
+        "update": f"{prefix}.change",
+        "partial_update": f"{prefix}.change",
+        "destroy": f"{prefix}.change",
+    }
 
 
 class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
-    """CRUD for one config type by name; subclasses name the type, the serializer and the selector.
-
-    Every write is one ``services.config_apply`` call, which decides (404 for what the caller may not see,
-    403 for what they may not do) and serialises: a create that finds the name taken answers 409, a change
-    whose ``If-Match`` names an older version 412 — also when two such requests race.
-    """
+    """CRUD for one config type by name; subclasses name the type, the serializer and the selector."""
 
     lookup_field = "name"
     lookup_value_regex = r"[^/]+"
@@ -147,24 +91,19 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
         return type(self).visible(user=self.request.user).get(name=name)
 
     def apply(self, name: str, body_of: Callable, *, expected: services.Expected, conflict: bool = False) -> None:
-        """Write one object through the services.
-
-        ``body_of`` makes the new body (None deletes) from the current one (None when absent), under the
-        config write lock; the gate answers before it runs, so a body is never judged for someone who may
-        not make the change at all.
-        """
-        actor = self.actor()
+        """Write one object through the services; ``body_of`` makes the new body (None deletes) from the current one
+        (None when absent), under the config write lock."""
+        config_type = self.config_type
 
         def changes(state):
-            current = state[self.config_type].get(name)
+            current = state[config_type].get(name)
             if current is None and expected.exists:
                 return {}  # gone meanwhile: the expectation answers 404
-            return {self.config_type: {name: body_of(current)}}
+            return {config_type: {name: body_of(current)}}
 
-        with service_errors(where=object_path(self.config_type, name), conflict=conflict):
-            services.authorize_names(actor, {self.config_type: {name: None}})
+        with service_errors(where=object_path(config_type, name), conflict=conflict):
             services.config_apply(
-                changes=changes, actor=actor, expect={(self.config_type, name): expected}, **self.change_options()
+                changes=changes, actor=self.actor(), expect={(config_type, name): expected}, **self.change_options()
             )
 
     def list(self, request, *args, **kwargs):
@@ -243,6 +182,7 @@ class BackendViewSet(ConfigObjectViewSet):
     """Cluster backends; ``POST /api/backends/{name}/sync/`` reads a backend's inventory now."""
 
     config_type = ConfigType.BACKEND
+    doors = {**crud_doors(ConfigType.BACKEND), "sync": "backend.sync"}
     queryset = Backend.objects.none()
     serializer_class = serializers.BackendSerializer
     filterset_class = filtersets.BackendFilterSet
@@ -267,6 +207,7 @@ class PoolViewSet(ConfigObjectViewSet):
     """Pools in OSMO's shape; ``render`` and ``check`` answer like ``poolctl pool render/check``."""
 
     config_type = ConfigType.POOL
+    doors = {**crud_doors(ConfigType.POOL), "render": "pool.render", "check": "pool.check"}
     queryset = Pool.objects.none()
     serializer_class = serializers.PoolSerializer
     filterset_class = filtersets.PoolFilterSet
@@ -320,6 +261,7 @@ class PodTemplateViewSet(ConfigObjectViewSet):
     """Pod templates by name; readable and writable per type (``config/POD_TEMPLATE``)."""
 
     config_type = ConfigType.POD_TEMPLATE
+    doors = crud_doors(ConfigType.POD_TEMPLATE)
     queryset = PodTemplate.objects.none()
     serializer_class = serializers.PodTemplateSerializer
     filterset_class = filtersets.PodTemplateFilterSet
@@ -331,6 +273,7 @@ class ResourceValidationViewSet(ConfigObjectViewSet):
     """Resource-validation sets by name; readable and writable per type (``config/RESOURCE_VALIDATION``)."""
 
     config_type = ConfigType.RESOURCE_VALIDATION
+    doors = crud_doors(ConfigType.RESOURCE_VALIDATION)
     queryset = ResourceValidationModel.objects.none()
     serializer_class = serializers.ResourceValidationSerializer
     filterset_class = filtersets.ResourceValidationFilterSet
@@ -342,6 +285,7 @@ class DepartmentViewSet(ConfigObjectViewSet):
     """Run:ai departments with their quotas per node pool (``resources``); SEMANTICS §9."""
 
     config_type = ConfigType.DEPARTMENT
+    doors = crud_doors(ConfigType.DEPARTMENT)
     queryset = Department.objects.none()
     serializer_class = serializers.DepartmentSerializer
     filterset_class = filtersets.DepartmentFilterSet
@@ -353,6 +297,7 @@ class ProjectViewSet(ConfigObjectViewSet):
     """Run:ai projects: department, namespaces and quotas per node pool; changed by managers of the department."""
 
     config_type = ConfigType.PROJECT
+    doors = crud_doors(ConfigType.PROJECT)
     queryset = Project.objects.none()
     serializer_class = serializers.ProjectSerializer
     filterset_class = filtersets.ProjectFilterSet
@@ -364,6 +309,7 @@ class RoleViewSet(ConfigObjectViewSet):
     """Roles; ``POST /api/roles/generate/`` makes an ``osmo-<prefix>`` pool role."""
 
     config_type = ConfigType.ROLE
+    doors = {**crud_doors(ConfigType.ROLE), "generate": "role.generate"}
     queryset = Role.objects.none()
     serializer_class = serializers.RoleSerializer
     filterset_class = filtersets.RoleFilterSet
@@ -406,8 +352,16 @@ class RoleViewSet(ConfigObjectViewSet):
     destroy=extend_schema(summary="Remove a platform", parameters=[POOL_NAME, IF_MATCH, *CHANGE_PARAMETERS]),
 )
 class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
-    """A pool's platforms one by one; each write replaces the pool's body through the services (a POOL revision)."""
+    """A pool's platforms one by one; each write changes the pool's body through the services (a POOL revision)."""
 
+    doors = {
+        "list": "platform.list",
+        "retrieve": "platform.list",
+        "create": "platform.change",
+        "update": "platform.change",
+        "partial_update": "platform.change",
+        "destroy": "platform.change",
+    }
     queryset = Platform.objects.none()
     serializer_class = serializers.PlatformSerializer
     lookup_field = "name"
@@ -416,11 +370,9 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
     ordering = ["name"]
     filterset_class = filtersets.PlatformFilterSet
 
-    def pool(self) -> Pool:
-        with service_errors():
-            return selectors.pool_get(self.kwargs["pool_name"], user=self.request.user)
-
     def get_queryset(self):
+        with service_errors():
+            selectors.pool_get(self.kwargs["pool_name"], user=self.request.user)
         return selectors.platforms_visible(user=self.request.user).filter(pool__name=self.kwargs["pool_name"])
 
     def object_response(self, instance, code=status.HTTP_200_OK) -> Response:
@@ -433,54 +385,22 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
             )
         return with_etag(response, platform_body(instance))
 
-    def write_platform(self, name: str, edit: Callable, *, expected: services.Expected, conflict=False) -> None:
-        """Change platform ``name`` of the pool, under the config lock, as a change of the whole pool.
-
-        ``edit`` takes the platform's current body (None when it has none) and returns the new one (None
-        removes it); ``expected`` is checked against the platform's own version. Errors about the platform
-        get paths inside its body.
-        """
+    def change(self, name: str, edit: Callable, *, expected: services.Expected, conflict=False) -> None:
         pool_name = self.kwargs["pool_name"]
-
-        def changes(state):
-            pool = state[ConfigType.POOL].get(pool_name)
-            if pool is None:
-                return {}
-            platforms = dict(pool["platforms"])
-            current = platforms.get(name)
-            if not expected.exists and current is not None:
-                raise Conflict([Problem("name", f"pool '{pool_name}' already has platform '{name}'")])
-            if expected.exists and current is None:
-                raise NotFound(f"pool '{pool_name}' has no platform '{name}'")
-            if expected.etags and body_etag(current) not in expected.etags:
-                raise Stale(f"platform '{name}' changed since it was read; read it again")
-            new = edit(current)
-            if new is None:
-                platforms.pop(name)
-            else:
-                platforms[name] = new
-            return {ConfigType.POOL: {pool_name: {**pool, "platforms": platforms}}}
-
         where = f"{object_path(ConfigType.POOL, pool_name)}.platforms.{name}"
         with service_errors(where=where, conflict=conflict):
-            services.authorize_names(self.actor(), {ConfigType.POOL: {pool_name: None}})
-            services.config_apply(
-                changes=changes,
-                actor=self.actor(),
-                expect={(ConfigType.POOL, pool_name): services.PRESENT},
-                **self.change_options(),
+            services.platform_change(
+                pool=pool_name, platform=name, edit=edit, actor=self.actor(), expected=expected, **self.change_options()
             )
 
     def refetch(self, name: str) -> Platform:
-        return selectors.platforms_visible(user=self.request.user).get(pool__name=self.kwargs["pool_name"], name=name)
+        return self.get_queryset().get(name=name)
 
     def list(self, request, *args, **kwargs):
-        self.pool()
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def retrieve(self, request, *args, **kwargs):
-        self.pool()
         return self.object_response(self.get_object())
 
     def create(self, request, *args, **kwargs):
@@ -488,13 +408,12 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise bad_request("a name is required", field="name")
-        self.pool()
+        self.get_queryset()  # the pool exists for the caller
         body = serializers.PlatformSerializer.body_from_request(data)
-        self.write_platform(name, lambda current: body, expected=services.ABSENT)
+        self.change(name, lambda current: body, expected=services.ABSENT)
         return self.object_response(self.refetch(name), status.HTTP_201_CREATED)
 
     def update(self, request, *args, partial: bool = False, **kwargs):
-        self.pool()
         instance = self.get_object()
         data = self.body()
         if data.get("name", instance.name) != instance.name:
@@ -511,16 +430,15 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
             def edit(current):
                 return body
 
-        self.write_platform(instance.name, edit, expected=if_match(request))
+        self.change(instance.name, edit, expected=if_match(request))
         return self.object_response(self.refetch(instance.name))
 
     def partial_update(self, request, *args, **kwargs):
         return self.update(request, *args, partial=True, **kwargs)
 
     def destroy(self, request, *args, **kwargs):
-        self.pool()
         instance = self.get_object()
-        self.write_platform(instance.name, lambda current: None, expected=if_match(request), conflict=True)
+        self.change(instance.name, lambda current: None, expected=if_match(request), conflict=True)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -528,6 +446,7 @@ class PoolPlatformViewSet(ApiView, viewsets.GenericViewSet):
 class PlatformViewSet(ApiView, viewsets.GenericViewSet):
     """Every visible platform, filterable by ``pool`` and ``name``; each is addressed under its pool."""
 
+    doors = {"list": "platform.all"}
     queryset = Platform.objects.none()
     serializer_class = serializers.PlatformSerializer
     filterset_class = filtersets.PlatformFilterSet
@@ -542,220 +461,17 @@ class PlatformViewSet(ApiView, viewsets.GenericViewSet):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
-# --- inventory (read-only) ----------------------------------------------------------------------------
-
-
-class ReadOnlyListViewSet(ApiView, viewsets.GenericViewSet):
-    """A filtered, ordered, paginated list of rows the user may read."""
-
-    def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-
-@extend_schema_view(
-    list=extend_schema(summary="List nodes", description="Nodes of the pools you may read."),
-    retrieve=extend_schema(
-        summary="Get a node",
-        parameters=[OpenApiParameter("backend", str, description="the node's backend, when several have that name")],
-    ),
-)
-class NodeViewSet(ReadOnlyListViewSet):
-    """Nodes as last synced, looked up by name."""
-
-    queryset = Node.objects.none()
-    serializer_class = serializers.NodeSerializer
-    filterset_class = filtersets.NodeFilterSet
-    lookup_field = "name"
-    lookup_value_regex = r"[^/]+"
-    ordering_fields = ["name", "gpu", "cpu", "memory", "gpu_product", "backend__name"]
-    ordering = ["backend__name", "name"]
-
-    def get_queryset(self):
-        return selectors.nodes_visible(user=self.request.user)
-
-    def get_object(self):
-        nodes = self.get_queryset().filter(name=self.kwargs["name"])
-        backend = self.request.query_params.get("backend")
-        if backend:
-            nodes = nodes.filter(backend__name=backend)
-        found = list(nodes[:2])
-        if not found:
-            raise NotFound(f"node '{self.kwargs['name']}' does not exist")
-        if len(found) > 1:
-            raise ConfigError(f"several backends have a node '{found[0].name}'; add ?backend=", field="backend")
-        return found[0]
-
-    def retrieve(self, request, *args, **kwargs):
-        return Response(self.get_serializer(self.get_object()).data)
-
-
-@extend_schema_view(list=extend_schema(summary="List pods (workloads)", description="Pods of the pools you may read."))
-class PodViewSet(ReadOnlyListViewSet):
-    """Pods (the pools' workloads) as last synced."""
-
-    queryset = Pod.objects.none()
-    serializer_class = serializers.PodSerializer
-    filterset_class = filtersets.PodFilterSet
-    ordering_fields = ["name", "namespace", "gpu", "node_name", "pool_name"]
-    ordering = ["backend__name", "namespace", "name"]
-
-    def get_queryset(self):
-        return selectors.pods_visible(user=self.request.user)
-
-
-@extend_schema_view(list=extend_schema(summary="List node ↔ (pool, platform) memberships"))
-class MembershipViewSet(ReadOnlyListViewSet):
-    """Which nodes each (pool, platform) selects."""
-
-    queryset = NodeMembership.objects.none()
-    serializer_class = serializers.MembershipSerializer
-    filterset_class = filtersets.NodeMembershipFilterSet
-    ordering_fields = ["pool__name", "platform_name", "node__name"]
-    ordering = ["pool__name", "platform_name", "node__name"]
-
-    def get_queryset(self):
-        return selectors.memberships_visible(user=self.request.user)
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List usage samples",
-        description="GPU usage history per pool or GPU product; `?format=csv` gives every matching row as CSV.",
-    )
-)
-class UsageViewSet(ReadOnlyListViewSet):
-    """Usage samples for history charts and spreadsheets."""
-
-    queryset = UsageSample.objects.none()
-    serializer_class = serializers.UsageSampleSerializer
-    filterset_class = filtersets.UsageSampleFilterSet
-    renderer_classes = [JSONRenderer, CSVRenderer]
-    ordering_fields = ["at", "key", "used"]
-    ordering = ["scope", "key", "at"]
-
-    def get_queryset(self):
-        return selectors.usage_samples_visible(user=self.request.user)
-
-    def paginate_queryset(self, queryset):
-        # A spreadsheet wants the whole series, not a page of it.
-        if self.request.accepted_renderer.format == "csv":
-            return None
-        return super().paginate_queryset(queryset)
-
-    def list(self, request, *args, **kwargs):
-        rows = self.filter_queryset(self.get_queryset())
-        page = self.paginate_queryset(rows)
-        if page is None:
-            return Response(self.get_serializer(rows, many=True).data)
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-
-# --- listings with poolctl's numbers ----------------------------------------------------------------------
-
-
-def _names(request, key: str) -> list[str]:
-    """A list parameter given repeated (``?pools=a&pools=b``) or comma-separated (``?pools=a,b``)."""
-    return [name.strip() for value in request.query_params.getlist(key) for name in value.split(",") if name.strip()]
-
-
-NAMES_PARAMETER = "names, repeated or comma-separated"
-
-
-def filter_parameters(filterset_class, **extra: str) -> list[OpenApiParameter]:
-    """The query parameters of a FilterSet for the schema of a view that applies it in its selector."""
-    parameters = [
-        OpenApiParameter(name, str, description=str(field.label or name))
-        for name, field in filterset_class.base_filters.items()
-    ]
-    return parameters + [OpenApiParameter(name, str, description=text) for name, text in extra.items()]
-
-
-class PoolQuotaView(ApiView, GenericAPIView):
-    """GPU quota and capacity per pool: ``poolctl pool list --format json``."""
-
-    pagination_class = None
-    filter_backends = []
-
-    @extend_schema(
-        summary="Pool status and GPU quota",
-        parameters=filter_parameters(filtersets.PoolFilterSet, pools=f"only these pools ({NAMES_PARAMETER})"),
-        responses=serializers.PoolQuotaListSerializer,
-    )
-    def get(self, request):
-        names = _names(request, "pools") or None
-        with service_errors():
-            rows = selectors.pool_list(names=names, filters=request.query_params, user=request.user)
-        return Response({"pools": rows})
-
-
-class ResourceListView(ApiView, GenericAPIView):
-    """Nodes per (pool, platform) with used/capacity: ``poolctl resource list --format json``; CSV too.
-
-    Its parameters are ``NodeFilterSet``'s, as on the nodes page; ``pools`` and ``platforms`` are the older
-    names of ``pool`` and ``platform``.
-    """
-
-    pagination_class = None
-    filter_backends = []
-    renderer_classes = [JSONRenderer, CSVRenderer]
-    ALIASES = {"pools": "pool", "platforms": "platform"}
-
-    @extend_schema(
-        summary="Resources per node, pool and platform",
-        parameters=filter_parameters(
-            filtersets.NodeFilterSet,
-            pools=f"same as pool ({NAMES_PARAMETER})",
-            platforms=f"same as platform ({NAMES_PARAMETER})",
-        ),
-        responses=serializers.ResourceListSerializer,
-    )
-    def get(self, request):
-        filters = request.query_params.copy()
-        for alias, name in self.ALIASES.items():
-            for value in filters.pop(alias, []):
-                filters.appendlist(name, value)
-        with service_errors():
-            rows = selectors.resource_list(user=request.user, filters=filters)
-        if request.accepted_renderer.format == "csv":
-            return Response(rows)
-        return Response({"resources": rows})
-
-
-class NodePoolListView(ApiView, GenericAPIView):
-    """Run:ai's node-pools view: one row per pool with its nodes' numbers (the ``/node-pools/`` page's rows)."""
-
-    pagination_class = None
-    filter_backends = []
-
-    @extend_schema(
-        summary="Node pools (Run:ai's view)",
-        parameters=filter_parameters(filtersets.NodePoolFilterSet),
-        responses=serializers.NodePoolListSerializer,
-    )
-    def get(self, request):
-        with service_errors():
-            rows = selectors.node_pool_list(user=request.user, filters=request.query_params)
-        return Response(serializers.NodePoolListSerializer({"node_pools": rows}).data)
-
-
 # --- config documents, history, diff, tags, rollback ------------------------------------------------------
 
 
-def _config_type(value: str) -> ConfigType:
-    try:
-        return parse_config_type(value)
-    except ConfigError as exc:
-        raise ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND) from None
-
-
-def _revisions_body(revisions) -> dict:
+def revisions_body(revisions) -> dict:
     return {"revisions": serializers.RevisionSerializer(revisions, many=True).data}
 
 
 class ConfigHistoryView(ApiView, GenericAPIView):
     """Revisions, newest first: ``poolctl config history``."""
 
+    doors = {"GET": "config.history"}
     serializer_class = serializers.RevisionSerializer
     queryset = ConfigRevision.objects.none()
     filter_backends = []
@@ -774,23 +490,23 @@ class ConfigHistoryView(ApiView, GenericAPIView):
 
 
 class ConfigTypeView(ApiView, GenericAPIView):
-    """Base of the per-type config endpoints: resolves the type; what each caller may see and do of it is
-    decided object by object by the selectors and services, as on every other door."""
+    """Base of the per-type config endpoints: the URL's type (any case; an unknown type is a 404); what each caller
+    may see and do of it is decided object by object by the selectors and services, as on every other door."""
 
     pagination_class = None
     filter_backends = []
 
     def config_type(self) -> ConfigType:
-        return _config_type(self.kwargs["config_type"])
-
-    def revision_number(self, revision: int) -> int:
-        """The URL's revision, held to what a revision number can be (an int column) like every other."""
-        with service_errors():
-            return parse_revision_number(str(revision), "revision")
+        try:
+            return parse_config_type(self.kwargs["config_type"])
+        except ConfigError as exc:
+            raise ConfigProblems(exc.problems, status_code=status.HTTP_404_NOT_FOUND) from None
 
 
 class ConfigDocumentView(ConfigTypeView):
     """A type's objects as one name-keyed document: read it, or post an OSMO file to create or replace objects."""
+
+    doors = {"GET": "config.show", "POST": "config.update"}
 
     @extend_schema(
         summary="Show a config type's objects",
@@ -840,12 +556,13 @@ class ConfigDocumentView(ConfigTypeView):
                 dry_run=dry_run,
                 **self.change_options(),
             )
-        return Response(_revisions_body(revisions))
+        return Response(revisions_body(revisions))
 
 
 class ConfigImportView(ApiView, GenericAPIView):
     """A bundle with OSMO's Helm-values keys, imported all or nothing: ``poolctl config import``."""
 
+    doors = {"POST": "config.import"}
     pagination_class = None
     filter_backends = []
 
@@ -860,11 +577,13 @@ class ConfigImportView(ApiView, GenericAPIView):
     def post(self, request):
         with service_errors():
             revisions = services.config_import(data=request.data, actor=self.actor(), **self.change_options())
-        return Response(_revisions_body(revisions))
+        return Response(revisions_body(revisions))
 
 
 class ConfigDiffView(ConfigTypeView):
     """``poolctl config diff TYPE:FROM [TYPE:TO]``: a unified diff, object by object."""
+
+    doors = {"GET": "config.diff"}
 
     @extend_schema(
         summary="Diff two revisions (or one against the current state)",
@@ -896,6 +615,8 @@ class ConfigDiffView(ConfigTypeView):
 class RevisionView(ConfigTypeView):
     """One revision with the whole type's state after it."""
 
+    doors = {"GET": "config.revision"}
+
     @extend_schema(
         summary="Get a revision",
         operation_id="configs_revision_retrieve",
@@ -903,15 +624,15 @@ class RevisionView(ConfigTypeView):
         responses=serializers.RevisionDetailSerializer,
     )
     def get(self, request, config_type, revision):
-        config_type = self.config_type()
-        revision = self.revision_number(revision)
         with service_errors():
-            found = selectors.config_revision_get(config_type=config_type, revision=revision, user=request.user)
+            found = selectors.config_revision_get(config_type=self.config_type(), revision=revision, user=request.user)
         return Response(serializers.RevisionDetailSerializer(found).data)
 
 
 class RevisionTagsView(ConfigTypeView):
     """``poolctl config tag TYPE:REV --set T --delete T``."""
+
+    doors = {"POST": "config.tag"}
 
     @extend_schema(
         summary="Tag a revision",
@@ -920,13 +641,11 @@ class RevisionTagsView(ConfigTypeView):
         responses=serializers.RevisionSerializer,
     )
     def post(self, request, config_type, revision):
-        config_type = self.config_type()
-        revision = self.revision_number(revision)
         options = serializers.TagRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
         with service_errors():
             tagged = services.config_tag(
-                config_type=config_type,
+                config_type=self.config_type(),
                 revision=revision,
                 actor=self.actor(),
                 add=options.validated_data["add"],
@@ -938,6 +657,8 @@ class RevisionTagsView(ConfigTypeView):
 class RevisionRollbackView(ConfigTypeView):
     """``poolctl config rollback TYPE:REV``: the state of that revision, restored as a new revision."""
 
+    doors = {"POST": "config.rollback"}
+
     @extend_schema(
         summary="Roll back to a revision",
         parameters=[CONFIG_TYPE, REVISION],
@@ -946,69 +667,13 @@ class RevisionRollbackView(ConfigTypeView):
         description="409 when that state no longer fits the rest of the configuration, or is the current one.",
     )
     def post(self, request, config_type, revision):
-        config_type = self.config_type()
-        revision = self.revision_number(revision)
         options = serializers.RollbackRequestSerializer(data=request.data)
         options.is_valid(raise_exception=True)
-        with service_errors():
-            selectors.config_revision_get(config_type=config_type, revision=revision, user=request.user)
         with service_errors(conflict=True):
             revisions = services.config_rollback(
-                config_type=config_type,
+                config_type=self.config_type(),
                 revision=revision,
                 actor=self.actor(),
                 description=options.validated_data["description"],
             )
-        return Response(_revisions_body(revisions))
-
-
-# --- jobs ---------------------------------------------------------------------------------------------
-
-
-class JobView(ApiView, GenericAPIView):
-    """A job started over the API (a backend sync), visible to those who may read its backend."""
-
-    pagination_class = None
-    filter_backends = []
-
-    @extend_schema(
-        summary="Get a job",
-        parameters=[OpenApiParameter("job_id", str, OpenApiParameter.PATH)],
-        responses=serializers.JobSerializer,
-    )
-    def get(self, request, job_id):
-        job = jobs.job_get(job_id)
-        if job is None or not selectors.backends_visible(user=request.user).filter(name=job["backend"]).exists():
-            raise NotFound(f"job '{job_id}' does not exist")
-        return Response(job)
-
-
-# --- documentation pages --------------------------------------------------------------------------------
-
-# The stock Redoc page loads web fonts from Google; this one keeps everything on the server.
-REDOC_PAGE = """{% extends "drf_spectacular/redoc.html" %}{% block head %}
-<title>{{ title }}</title><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body { margin: 0; padding: 0; }</style>{% endblock head %}"""
-
-
-class RedocView(SpectacularRedocView):
-    """Redoc for the schema, served from the sidecar package with no request leaving the server."""
-
-    @extend_schema(exclude=True)
-    def get(self, request, *args, **kwargs):
-        response = super().get(request, *args, **kwargs)
-        page = engines["django"].from_string(REDOC_PAGE)
-        return HttpResponse(page.render(response.data, request))
-
-
-class UnknownEndpointView(ApiView, APIView):
-    """Any other URL under ``/api/``: a 404 in the error shape rather than Django's HTML page."""
-
-    permission_classes = [AllowAny]
-
-    @extend_schema(exclude=True)
-    def dispatch(self, request, *args, **kwargs):
-        return super().dispatch(request, *args, **kwargs)
-
-    def http_method_not_allowed(self, request, *args, **kwargs):
-        raise NotFound(f"no API endpoint at {request.path}")
+        return Response(revisions_body(revisions))

@@ -1,0 +1,50 @@
+"""One Table per list, read by its page, its exports, the API's CSV and ``poolctl``: see ``base``.
+
+Callers import the package: ``from pools import tables``; ``tables.POOLS.text(rows)``.
+"""
+
+from .access import REVISIONS, USERS
+from .base import CLI, CSV, EXPORTS, PAGE, Column, Table, as_json, csv_text, inert
+from .inventory import (
+    GPUCTL_JOBS,
+    GPUCTL_NODE_PODS,
+    GPUCTL_NODES,
+    GPUCTL_POOL_NODES,
+    RESOURCES,
+    SYNC_RESULTS,
+    USAGE_SAMPLES,
+)
+from .pools import GPUCTL_POOLS, NODE_POOL_DEFAULT_COLUMNS, NODE_POOL_NUMBERS, NODE_POOLS, POOLS
+from .quotas import DEPARTMENTS, PROJECTS, QUOTAS
+from .utilization import CONSUMPTION, IDLE
+
+__all__ = [
+    "CLI",
+    "CONSUMPTION",
+    "CSV",
+    "DEPARTMENTS",
+    "IDLE",
+    "PROJECTS",
+    "QUOTAS",
+    "REVISIONS",
+    "USAGE_SAMPLES",
+    "USERS",
+    "EXPORTS",
+    "GPUCTL_JOBS",
+    "GPUCTL_NODES",
+    "GPUCTL_NODE_PODS",
+    "GPUCTL_POOL_NODES",
+    "GPUCTL_POOLS",
+    "NODE_POOLS",
+    "NODE_POOL_DEFAULT_COLUMNS",
+    "NODE_POOL_NUMBERS",
+    "PAGE",
+    "POOLS",
+    "RESOURCES",
+    "SYNC_RESULTS",
+    "Column",
+    "Table",
+    "as_json",
+    "csv_text",
+    "inert",
+]
