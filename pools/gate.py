@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from accounts.access import allows, is_system, require
 from pools.choices import TYPE_LABELS, ConfigType
 from pools.configs import parse_config_type, parse_revision_number
-from pools.engine.doors import JOB, NODE, REVISION, Door
+from pools.engine.doors import CONFIG_OBJECT, JOB, NODE, REVISION, Door
 from pools.engine.errors import ConfigError, NotFound
 from pools.engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT, VIEW_BACKEND, Permission, ResourceType
 from pools.models import ConfigRevision, Node
@@ -68,6 +68,8 @@ def _sees(principal, door: Door, value: str, params: Mapping[str, object]) -> bo
     if door.kind == REVISION:
         config_type, number = _revision(params)
         return ConfigRevision.objects.restrict(principal).filter(config_type=config_type, revision=number).exists()
+    if door.kind == CONFIG_OBJECT:
+        return visible_object(principal, _config_type(params), value)
     if door.kind == JOB:
         from pools import jobs  # the job store is the API's and the pages', above the gate
 
@@ -89,11 +91,20 @@ def _missing(door: Door, value: str, params: Mapping[str, object]) -> str:
         return f"revision {params.get('config_type', '')}:{params.get('revision', '')} does not exist"
     if door.kind == JOB:
         return f"job '{value}' does not exist"
+    if door.kind == CONFIG_OBJECT:
+        return f"{TYPE_LABELS[_config_type(params)]} '{value}' does not exist"
     if door.object.isupper():
         return f"{TYPE_LABELS[ConfigType(door.object)]}s do not exist"
     config_type = _TYPE_OF.get(door.reads.resource_type)
     label = TYPE_LABELS[config_type] if config_type else str(door.reads.resource_type)
     return f"{label} '{value}' does not exist"
+
+
+def _config_type(params: Mapping[str, object]) -> ConfigType:
+    try:
+        return parse_config_type(str(params.get("config_type", "")))
+    except ConfigError:
+        raise NotFound(f"unknown config type '{params.get('config_type', '')}'") from None
 
 
 def _revision(params: Mapping[str, object]) -> tuple[str, int]:

@@ -54,8 +54,10 @@ def test_every_door_of_the_catalogue_is_reached_by_a_page_an_endpoint_or_a_verb(
 # What decides a permission: the gate's functions, a queryset's restrict, raising the gate's refusals.
 DECIDES = re.compile(
     r"\b(allows|require|require_visible|visible|user_can|is_system|sees_whole_fleet)\(|\.restrict\(|PermissionDenied|"
-    r"raise AccessDenied|can_update_config|can_change"
+    r"raise AccessDenied|can_update_config|can_change_quotas|can_change_unit"
 )
+# The base classes and the error map: they put the gate in front of every door and turn its refusals into answers.
+GATE_KEEPERS = ("pools/views/base.py", "pools/api/base.py", "pools/api/errors.py")
 
 
 def test_no_page_endpoint_or_verb_decides_a_permission_itself():
@@ -65,7 +67,7 @@ def test_no_page_endpoint_or_verb_decides_a_permission_itself():
     offenders = [
         f"{name}:{number}: {line.strip()}"
         for name in files.decode().split()
-        if name.endswith(".py")
+        if name.endswith(".py") and name not in GATE_KEEPERS
         for number, line in enumerate((ROOT / name).read_text().splitlines(), 1)
         if DECIDES.search(line)
     ]

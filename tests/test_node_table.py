@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pools import tables
 from pools.selectors.inventory import NodeTable, NodeTableRow
 
 PAIRS = st.lists(st.tuples(st.sampled_from(["", "pool-a", "pool-b"]), st.sampled_from(["", "x", "y"])), max_size=4)
@@ -63,7 +64,7 @@ def row_of(**changes) -> dict:
 
 
 def test_a_node_row_links_the_node_its_gpus_and_its_pool_with_every_number():
-    from pools.templatetags.console import node_row
+    node_row = tables.RESOURCES.page_row
 
     html = node_row(row_of())
     assert html.startswith("<tr>") and html.count("<td") == 9
@@ -76,7 +77,7 @@ def test_a_node_row_links_the_node_its_gpus_and_its_pool_with_every_number():
 
 
 def test_a_node_row_escapes_every_text_it_shows():
-    from pools.templatetags.console import node_row
+    node_row = tables.RESOURCES.page_row
 
     hostile = '<img src=x onerror="alert(1)">'
     html = node_row(

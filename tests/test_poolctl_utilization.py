@@ -12,7 +12,8 @@ from people import person, role
 from utilization_rows import two_pools_with_idle_gpus
 
 from accounts.access import SYSTEM
-from pools import cli, selectors, services
+from pools import selectors, services
+from pools.tables.formats import kubectl_duration
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def team_a(db):
     + [(86399, "23h59m"), (86400, "1d"), (2 * 86400 + 4 * 3600 + 59 * 60, "2d4h"), (None, "-")],
 )
 def test_idle_for_reads_like_kubectl(seconds, text):
-    assert cli.duration(seconds) == text
+    assert kubectl_duration(seconds) == text
 
 
 def test_get_idle_lists_each_workload_with_its_idle_gpus(now, poolctl):

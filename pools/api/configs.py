@@ -74,10 +74,10 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
     serializer_class: type[serializers.ConfigObjectSerializer]
 
     # The selector of the objects a user may read, e.g. ``pools_visible``.
-    visible: Callable[..., QuerySet]
+    selector: Callable[..., QuerySet]
 
     def get_queryset(self):
-        return type(self).visible(user=self.request.user)
+        return type(self).selector(user=self.request.user)
 
     def object_response(self, instance, code=status.HTTP_200_OK) -> Response:
         response = Response(self.get_serializer(instance).data, status=code)
@@ -88,7 +88,7 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
         return with_etag(response, self.serializer_class.body(instance))
 
     def refetch(self, name: str):
-        return type(self).visible(user=self.request.user).get(name=name)
+        return type(self).selector(user=self.request.user).get(name=name)
 
     def apply(self, name: str, body_of: Callable, *, expected: services.Expected, conflict: bool = False) -> None:
         """Write one object through the services; ``body_of`` makes the new body (None deletes) from the current one
@@ -187,7 +187,7 @@ class BackendViewSet(ConfigObjectViewSet):
     serializer_class = serializers.BackendSerializer
     filterset_class = filtersets.BackendFilterSet
     ordering_fields = ["name", "kind", "last_sync_at"]
-    visible = staticmethod(selectors.backends_visible)
+    selector = staticmethod(selectors.backends_visible)
 
     @extend_schema(
         summary="Sync a backend now",
@@ -211,7 +211,7 @@ class PoolViewSet(ConfigObjectViewSet):
     queryset = Pool.objects.none()
     serializer_class = serializers.PoolSerializer
     filterset_class = filtersets.PoolFilterSet
-    visible = staticmethod(selectors.pools_visible)
+    selector = staticmethod(selectors.pools_visible)
 
     def pool_request(self, serializer=serializers.RenderRequestSerializer) -> dict:
         request = serializer(data=self.request.data)
@@ -265,7 +265,7 @@ class PodTemplateViewSet(ConfigObjectViewSet):
     queryset = PodTemplate.objects.none()
     serializer_class = serializers.PodTemplateSerializer
     filterset_class = filtersets.PodTemplateFilterSet
-    visible = staticmethod(selectors.pod_templates_visible)
+    selector = staticmethod(selectors.pod_templates_visible)
 
 
 @config_object_schema(serializers.ResourceValidationSerializer, "resource validation")
@@ -277,7 +277,7 @@ class ResourceValidationViewSet(ConfigObjectViewSet):
     queryset = ResourceValidationModel.objects.none()
     serializer_class = serializers.ResourceValidationSerializer
     filterset_class = filtersets.ResourceValidationFilterSet
-    visible = staticmethod(selectors.resource_validations_visible)
+    selector = staticmethod(selectors.resource_validations_visible)
 
 
 @config_object_schema(serializers.DepartmentSerializer, "department")
@@ -289,7 +289,7 @@ class DepartmentViewSet(ConfigObjectViewSet):
     queryset = Department.objects.none()
     serializer_class = serializers.DepartmentSerializer
     filterset_class = filtersets.DepartmentFilterSet
-    visible = staticmethod(selectors.departments_queryset)
+    selector = staticmethod(selectors.departments_queryset)
 
 
 @config_object_schema(serializers.ProjectSerializer, "project")
@@ -301,7 +301,7 @@ class ProjectViewSet(ConfigObjectViewSet):
     queryset = Project.objects.none()
     serializer_class = serializers.ProjectSerializer
     filterset_class = filtersets.ProjectFilterSet
-    visible = staticmethod(selectors.projects_queryset)
+    selector = staticmethod(selectors.projects_queryset)
 
 
 @config_object_schema(serializers.RoleSerializer, "role")
@@ -313,7 +313,7 @@ class RoleViewSet(ConfigObjectViewSet):
     queryset = Role.objects.none()
     serializer_class = serializers.RoleSerializer
     filterset_class = filtersets.RoleFilterSet
-    visible = staticmethod(selectors.roles_visible)
+    selector = staticmethod(selectors.roles_visible)
 
     def refuses(self, instance):
         return instance.immutable

@@ -42,6 +42,7 @@ from .permissions import (
 NODE = "node"  # a node of a pool the caller may see (``Node.objects.restrict``)
 REVISION = "revision"  # a config revision the caller may see (``{config_type}`` and ``{revision}``)
 JOB = "job"  # a job of a backend the caller may see
+CONFIG_OBJECT = "config"  # an object of the config type ``{config_type}`` names
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Door:
     @property
     def checks_object(self) -> bool:
         """Whether the gate decides an object's existence for the caller before the door runs."""
-        return bool(self.object) and (self.reads is not None or self.kind in (REVISION, JOB))
+        return bool(self.object) and (self.reads is not None or self.kind in (REVISION, JOB, CONFIG_OBJECT))
 
 
 _MANAGED = "and department:Update on the project's department, before and after the change"
@@ -85,8 +86,8 @@ def _config_doors(config_type: str, label: str, plural: str, note: str = "") -> 
             reads,
             CHANGE_CONFIG,
             acts_on=config_type,
-            note="; ".join(filter(None, ["{name} from the body", note])),
-            **seen,
+            note="; ".join(filter(None, ["{name} from the body" if not by_type else "", note])),
+            **({} if by_type else seen),
         ),
         Door(
             f"{prefix}.change",
@@ -158,9 +159,11 @@ DOORS: tuple[Door, ...] = (
     Door("config.show", "a config type's objects one may see, now or at a revision", rows=True),
     Door(
         "config.update",
-        "create or replace objects of a config type from a document",
+        "create, replace or delete objects of a config type from a document",
         None,
         CHANGE_CONFIG,
+        object="name",
+        kind=CONFIG_OBJECT,
         acts_on="{config_type}",
         note="every object must be one the writer may see",
     ),

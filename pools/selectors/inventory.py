@@ -507,9 +507,10 @@ def memberships_visible(*, user):
     return NodeMembership.objects.restrict(user).select_related("node", "node__backend", "pool")
 
 
-def backends_to_sync():
-    """The backends that have an inventory to read: every kind but a ``file`` backend without a file."""
-    return Backend.objects.exclude(kind=BackendKind.FILE, source="")
+def backends_to_sync(*, user=access.SYSTEM):
+    """The backends that have an inventory to read (every kind but a ``file`` backend without a file) that ``user``
+    may see: every one for the product's own work."""
+    return Backend.objects.restrict(user).exclude(kind=BackendKind.FILE, source="")
 
 
 def backends_to_watch() -> list[Backend]:

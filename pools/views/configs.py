@@ -98,7 +98,7 @@ class DocumentEditor(DocumentPage):
 
     def post(self, request, kind: str, name: str | None = None):
         existing = self.existing()
-        form = self.form(request.POST)
+        form = self.form(request.POST, initial={"name": name} if name else None)
         version = (request.POST.get("version") or body_etag(existing)) if name else ""
         if form.is_valid():
             config_type = self.config_type

@@ -14,7 +14,7 @@ from people import person, role
 from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.models import Backend
-from pools.templatetags.console import duration
+from pools.tables.formats import human_duration as duration
 
 READ_TEAM_A = {"actions": ["pool:Read"], "resources": ["pool/team-a"]}
 

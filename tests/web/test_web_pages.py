@@ -8,9 +8,8 @@ of the catalogue without a class here fails ``test_every_page_of_the_catalogue_h
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 
 from console_data import pool_form_data
 from people import person, role

@@ -406,7 +406,7 @@ class Command(BaseCommand):
             )
         )
 
-    @verb("config update TYPE", "config.update", config_type="type")
+    @verb("config update TYPE [NAME]", "config.update", config_type="type", name="name")
     def do_config_update(self, o):
         config_type = parse_config_type(o["type"])
         data = read_document(o["file"])
@@ -466,7 +466,7 @@ class Command(BaseCommand):
         )
         self.out(f"{tagged.config_type}:{tagged.revision} tags: {', '.join(tagged.tags) or '(none)'}")
 
-    @verb("config delete TYPE NAME", "config.update", config_type="type")
+    @verb("config delete TYPE NAME", "config.update", config_type="type", name="name")
     def do_config_delete(self, o):
         self.report(
             services.config_delete(
@@ -486,7 +486,7 @@ class Command(BaseCommand):
             raise Error("give a backend name or --all")
         while True:
             names = (
-                selectors.backends_to_sync().restrict(self.principal).values_list("name", flat=True)
+                selectors.backends_to_sync(user=self.principal).values_list("name", flat=True)
                 if o["all"]
                 else [o["name"]]
             )
