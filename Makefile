@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-deps lint bench bench-sync bench-sync-kube clean vendor
+.PHONY: setup run test test-fast test-deps lint bench bench-sync bench-sync-kube clean vendor
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,9 +27,17 @@ run: setup
 	  $(PY) manage.py runworker >var/worker.log 2>&1 & \
 	  $(PY) manage.py runserver 127.0.0.1:8000
 
-## test: the whole test suite (set DATABASE_URL to run it on PostgreSQL)
+## test: the whole test suite, on TEST_WORKERS processes at once (pytest-xdist; each its own test database).
+##      DATABASE_URL=postgres://... runs it on PostgreSQL; TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: setup test-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal
+
+## test-fast: the tests of pure logic and of one process (engine, fleet, telemetry, layers, catalogue), in a minute
+##      or two: no browser, no cluster, no live server
+test-fast: setup
+	$(PY) -m pytest -n $(TEST_WORKERS) tests/engine tests/fleet tests/telemetry tests/test_architecture.py \
+	  tests/test_catalogue.py tests/test_gate.py tests/test_document_fields.py tests/test_config_limits.py
 
 ## test-deps: the real parts the integration tests drive: kube-apiserver (built once, cached), kubectl, Chromium, the
 ##      OpenID provider, axe-core and Prometheus. If one cannot be installed here its tests skip with the reason (CI requires them).

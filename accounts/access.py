@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.apps import apps
+
 from pools.engine.errors import AccessDenied, NotFound
 from pools.engine.permissions import ADMIN_ROLE, DEFAULT_ROLE, Permission
 from pools.engine.policy import Decision, RoleDefinition, evaluate_access, parse_policies, visible_names
-
-from .models import Role
 
 _CACHE = "_gpupool_roles"
 
@@ -61,8 +61,8 @@ def user_roles(user) -> list[RoleDefinition]:
         return cached
     names = user_role_names(user)
     roles = [
-        RoleDefinition(name=role.name, policies=parse_policies(role.policies, role=role.name))
-        for role in Role.objects.filter(name__in=names).order_by("name")
+        RoleDefinition(name=name, policies=parse_policies(policies, role=name))
+        for name, policies in _roles().filter(name__in=names).order_by("name").values_list("name", "policies")
     ]
     if user is not None and not is_system(user):
         setattr(user, _CACHE, roles)
@@ -73,6 +73,11 @@ def forget_roles(user) -> None:
     """Drop the cached roles (after the user's roles changed)."""
     if hasattr(user, _CACHE):
         delattr(user, _CACHE)
+
+
+def _roles():
+    """The roles' table (the model is looked up, not imported: ``accounts.models`` builds on this module)."""
+    return apps.get_model("accounts", "Role").objects
 
 
 def user_can(user, action: str, resource: str = "") -> Decision:

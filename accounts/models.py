@@ -4,6 +4,10 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from pools.engine.permissions import VIEW_ROLE
+
+from .access import is_system, visible
+
 
 class SyncMode(models.TextChoices):
     """How sign-in treats a role the identity provider grants or stops granting."""
@@ -16,10 +20,6 @@ class SyncMode(models.TextChoices):
 class RoleQuerySet(models.QuerySet):
     def restrict(self, principal):
         """The roles ``principal`` may see (``VIEW_ROLE`` on ``role/<name>``)."""
-        from pools.engine.permissions import VIEW_ROLE
-
-        from .access import is_system, visible
-
         if is_system(principal):
             return self
         return self.filter(name__in=visible(principal, VIEW_ROLE, Role.objects.values_list("name", flat=True)))

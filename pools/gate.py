@@ -18,6 +18,7 @@ from pools.engine.errors import ConfigError, NotFound
 from pools.engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT, VIEW_BACKEND, Permission, ResourceType
 from pools.models import ConfigRevision, Node
 from pools.querysets import visible_object
+from pools.selectors.jobs import job_get
 
 # The config type each object-read permission's objects are.
 _TYPE_OF = {
@@ -71,9 +72,7 @@ def _sees(principal, door: Door, value: str, params: Mapping[str, object]) -> bo
     if door.kind == CONFIG_OBJECT:
         return visible_object(principal, _config_type(params), value)
     if door.kind == JOB:
-        from pools import jobs  # the job store is the API's and the pages', above the gate
-
-        job = jobs.job_get(value)
+        job = job_get(value)
         return job is not None and allows(principal, VIEW_BACKEND, job["backend"])
     if door.object.isupper():  # seen type by type: pod templates, validations
         return allows(principal, door.reads, door.object)
@@ -108,10 +107,11 @@ def _config_type(params: Mapping[str, object]) -> ConfigType:
 
 
 def _revision(params: Mapping[str, object]) -> tuple[str, int]:
+    """The config type and revision number a revision's door names; a type that does not exist answers as a missing
+    revision, a number out of range is bad input (``ConfigError`` naming ``revision``)."""
+    number = parse_revision_number(str(params.get("revision", "")), "revision")
     try:
-        return parse_config_type(str(params.get("config_type", ""))), parse_revision_number(
-            str(params.get("revision", "")), "revision"
-        )
+        return parse_config_type(str(params.get("config_type", ""))), number
     except ConfigError:
         raise NotFound(
             f"revision {params.get('config_type', '')}:{params.get('revision', '')} does not exist"

@@ -18,22 +18,16 @@ from __future__ import annotations
 import logging
 import uuid
 
-from celery.result import AsyncResult
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
 from pools import services, tasks
+from pools.selectors.jobs import job_get, job_key, job_outcome, job_shown
 
 logger = logging.getLogger(__name__)
 
 JOB_SECONDS = 24 * 3600
-SENT = "SENT"
-FINISHED_STATES = {"SUCCESS", "FAILURE", "REVOKED"}
-
-
-def _key(job_id: str) -> str:
-    return f"gpupool:api-job:{job_id}"
 
 
 def backend_sync_request(*, name: str, actor: services.Actor) -> dict:
@@ -55,47 +49,9 @@ def backend_sync_request(*, name: str, actor: services.Actor) -> dict:
     else:
         record["id"] = result.id
         if settings.CELERY_TASK_ALWAYS_EAGER:
-            record.update(_outcome(result.state, result.result))
-    cache.set(_key(record["id"]), record, JOB_SECONDS)
-    return _shown(record)
+            record.update(job_outcome(result.state, result.result))
+    cache.set(job_key(record["id"]), record, JOB_SECONDS)
+    return job_shown(record)
 
 
-def job_get(job_id: str) -> dict | None:
-    """The job with this id as it stands now, or None when there is no such job (or it expired)."""
-    try:
-        uuid.UUID(str(job_id))
-    except ValueError:
-        return None
-    record = cache.get(_key(job_id))
-    if record is None:
-        return None
-    if "state" not in record:
-        if settings.CELERY_RESULT_BACKEND:
-            result = AsyncResult(record["id"])
-            record = {**record, **_outcome(result.state, result.result if result.ready() else None)}
-        else:
-            record = {**record, "state": SENT, "result": None, "error": ""}
-    return _shown(record)
-
-
-def _outcome(state: str, value) -> dict:
-    """State, result and error of a task; a sync that returned ``{"error": ...}`` (source unreachable) failed."""
-    if state == "FAILURE":
-        return {"state": state, "result": None, "error": str(value)}
-    if isinstance(value, dict) and value.get("error"):
-        return {"state": "FAILURE", "result": value, "error": str(value["error"])}
-    return {"state": state, "result": value if isinstance(value, dict) else None, "error": ""}
-
-
-def _shown(record: dict) -> dict:
-    return {
-        "id": record["id"],
-        "task": record["task"],
-        "backend": record["backend"],
-        "state": record["state"],
-        "done": record["state"] in FINISHED_STATES,
-        "result": record["result"],
-        "error": record["error"],
-        "created_at": record["created_at"],
-        "created_by": record["created_by"],
-    }
+__all__ = ["backend_sync_request", "job_get"]

@@ -8,6 +8,7 @@ sees everything). Each restriction costs a fixed number of queries, whatever the
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.db import models
 from django.db.models import Q
 
@@ -24,18 +25,21 @@ from pools.engine.permissions import (
 )
 
 
+def model(name: str):
+    """A model of the pool domain, looked up rather than imported: ``pools.models`` builds on this module."""
+    return apps.get_model("pools", name)
+
+
 def visible_pool_ids(principal) -> dict[int, tuple[int, str]]:
     """``{pool id: (backend id, name)}`` of the pools ``principal`` may see (one query)."""
-    from pools.models import Pool
-
+    Pool = model("Pool")
     rows = list(Pool.objects.values_list("id", "backend_id", "name"))
     names = set(visible(principal, VIEW_POOL, [name for _, _, name in rows]))
     return {pool_id: (backend_id, name) for pool_id, backend_id, name in rows if name in names}
 
 
 def _pool_count() -> int:
-    from pools.models import Pool
-
+    Pool = model("Pool")
     return Pool.objects.count()
 
 
@@ -55,8 +59,7 @@ def _pool_label_restriction(queryset, principal, name_field: str = "pool_name"):
 
     With ``LIST_FLEET`` also the rows of no pool, but never those of a pool hidden from them (a Deny).
     """
-    from pools.models import Pool
-
+    Pool = model("Pool")
     if is_system(principal):
         return queryset
     if not allows(principal, LIST_FLEET):
@@ -72,8 +75,7 @@ def _pool_label_restriction(queryset, principal, name_field: str = "pool_name"):
 
 def sees_whole_fleet(principal) -> bool:
     """``LIST_FLEET`` and no pool hidden: what is summed over the whole fleet may be shown (GPU products)."""
-    from pools.models import Pool
-
+    Pool = model("Pool")
     if is_system(principal):
         return True
     if not allows(principal, LIST_FLEET):
@@ -158,8 +160,7 @@ class NodeQuerySet(models.QuerySet):
 
         A node only in pools hidden from a fleet reader stays hidden: what it holds is those pools' business.
         """
-        from pools.models import NodeMembership
-
+        NodeMembership = model("NodeMembership")
         if is_system(principal):
             return self
         seen = visible_pool_ids(principal)
@@ -174,8 +175,7 @@ class NodeQuerySet(models.QuerySet):
     def of_hidden_pools(self, principal):
         """The nodes that belong to at least one pool ``principal`` may not see (none for SYSTEM): a write may not
         take them out of those pools (SEMANTICS §7.4)."""
-        from pools.models import NodeMembership
-
+        NodeMembership = model("NodeMembership")
         if is_system(principal):
             return self.none()
         seen = visible_pool_ids(principal)
@@ -183,8 +183,7 @@ class NodeQuerySet(models.QuerySet):
 
     def hidden_from(self, principal):
         """The nodes only in pools ``principal`` may not see: for a writer they do not exist (SEMANTICS §7.4)."""
-        from pools.models import NodeMembership
-
+        NodeMembership = model("NodeMembership")
         seen = NodeMembership.objects.filter(pool_id__in=list(visible_pool_ids(principal))).values("node_id")
         return self.of_hidden_pools(principal).exclude(pk__in=seen)
 
@@ -243,8 +242,7 @@ class NodeLabelChangeQuerySet(models.QuerySet):
     def restrict(self, principal):
         if is_system(principal):
             return self
-        from pools.models import Backend
-
+        Backend = model("Backend")
         return self.filter(backend__in=Backend.objects.restrict(principal))
 
 

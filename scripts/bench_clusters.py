@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: four large clusters synced and watched at once by Celery workers on Redis and PostgreSQL.
 
-Issue 14's "several clusters at once". In one run, it:
+The "several clusters at once" measure of docs/performance.md. In one run, it:
 - starts one stand-in API server per cluster (scripts/bench/fake_apiserver.py), each in a child process at
   niceness 10 (``--server-nice``) with a cluster of the fleet generator: 5,000 nodes / 150,000 pods by default.
   A pool belongs to one backend, so every cluster has pools of its own: the same 50 pool templates select the

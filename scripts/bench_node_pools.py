@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark: Run:ai's node-pools view (issue 11) at 5,000 nodes, 150,000 pods and 200 pools.
+"""Benchmark: Run:ai's node-pools view at 5,000 nodes, 150,000 pods and 200 pools.
 
 Builds the fleet of ``pools.fleet.layouts.pool_cluster`` (the one the sync benchmark serves) as a file backend on
 a fresh database (a temporary SQLite file unless DATABASE_URL is set), with the pools of ``pool_config``: half of

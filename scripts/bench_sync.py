@@ -7,8 +7,8 @@ On PostgreSQL, each run (``--runs``, default 3) measures, on a fresh database an
 - the watch: pods created at 1,000/s for 20 s, the rate applied and the latency from a pod's creation to the
   moment a reader of the pool list sees it (commit time plus a pool-list read), end to end and the product's
   part alone (from the moment the watch received the event).
-Then the median and spread (min-max) of each measure against issue 14's targets, with the load average before
-and after each run. Once, after the last run: the naive way, the official client's typed
+Then the median and spread (min-max) of each measure against the targets of docs/performance.md, with the load
+average before and after each run. Once, after the last run: the naive way, the official client's typed
 ``list_pod_for_all_namespaces()`` / ``list_node()`` and row-by-row ORM saves (timed on a sample and scaled).
 
 The product runs in a child process per run (``spawn``: a fresh interpreter, Django set up there), so that its
@@ -67,7 +67,7 @@ RECOVERY_SECONDS = 10  # the steady stream after a burst (--burst), in which the
 
 
 def measures(rate: float) -> list[Measure]:
-    """What a run measures, with issue 14's targets (for one 5,000-node / 150,000-pod cluster)."""
+    """What a run measures, with the targets of docs/performance.md (for one 5,000-node / 150,000-pod cluster)."""
     return [
         Measure("first_sync_s", "first full sync", "s", 15),
         Measure("peak_rss_mb", "peak RSS of the product process", "MB", 1000),
@@ -988,7 +988,7 @@ def report(runs: list[dict], options, seconds: float) -> None:
         print(f"  run {run['run']}  {run['load_before']} -> {run['load_after']}  ({run['run_s']:.0f} s)")
     if (options.nodes, options.pods, options.rate) != SIZES["fake"]:
         print(
-            "(the targets are issue 14's, for 5,000 nodes / 150,000 pods at 1,000 events/s: "
+            "(the targets of docs/performance.md, for 5,000 nodes / 150,000 pods at 1,000 events/s: "
             "at this size they only indicate)"
         )
     naive = runs[-1].get("naive")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark: GPU utilization rounds, the idle list and the consumption report (issue 13) at 5,000 nodes x 8 GPUs.
+"""Benchmark: GPU utilization rounds, the idle list and the consumption report at 5,000 nodes x 8 GPUs.
 
 The fleet of ``scripts/bench_prometheus.py`` (5,000 H100 nodes, 40,000 GPUs, 12,500 pods in 40 namespaces) is
 served by the simulated DCGM exporter in a child process (its text made once a second at most) and scraped by

@@ -30,6 +30,10 @@ SCREENSHOTS = ROOT / "var" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 # The rules axe-core files under WCAG 2.0 levels A and AA (the 2.1 and 2.2 additions have tags of their own).
 WCAG_2_A_AA = ["wcag2a", "wcag2aa"]
+# How long a page's action or wait may take before the test fails (a busy CI machine runs two tests at once).
+TIMEOUT_MS = 20_000
+# The window a test's page opens at, unless its module sets ``VIEWPORT``: a laptop screen.
+VIEWPORT = {"width": 1440, "height": 900}
 
 
 @contextmanager
@@ -74,6 +78,17 @@ def csp_violations(page, url: str) -> list[str]:
     page.goto(url)
     page.wait_for_load_state("networkidle")
     return refused
+
+
+def sign_in(page, base_url: str, username: str) -> None:
+    """Sign ``username`` in with the password form and wait for the overview (``people.PASSWORD``)."""
+    from people import PASSWORD
+
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("form[action*='login'] [type=submit]")
+    page.wait_for_url(f"{base_url}/")
 
 
 def shoot(page, name: str) -> None:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from browser import chromium
+from browser import TIMEOUT_MS, VIEWPORT, chromium
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
@@ -87,6 +87,15 @@ def browser(monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with chromium() as instance:
         yield instance
+
+
+@pytest.fixture
+def page(browser, request):
+    """A page of a fresh browser context, at the module's ``VIEWPORT`` (``tests/browser.py``'s otherwise)."""
+    context = browser.new_context(viewport=getattr(request.module, "VIEWPORT", VIEWPORT))
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture

@@ -93,3 +93,38 @@ def test_no_module_is_named_after_its_callers():
         if path.stem in caller_words
     ]
     assert named == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_two_modules_import_each_other_even_through_others():
+    """No import cycle among the apps' modules, function-level imports included: a module that needs one above it
+    gets it plugged in, or looks a model up (``apps.get_model``) rather than importing it."""
+    paths = {_module_name(path): path for package in ("pools", "accounts", "config") for path in modules(package)}
+    graph = {}
+    for name, path in paths.items():
+        # ``from . import cells`` is the submodule ``cells``, not its package's ``__init__``.
+        graph[name] = {
+            module
+            for imported_name in imported(path)
+            for module in (imported_name if imported_name in paths else imported_name.rpartition(".")[0],)
+            if module in paths and module != name and not name.startswith(module + ".")
+        }
+    cycles, seen = [], set()
+
+    def walk(node: str, trail: list[str]) -> None:
+        for target in sorted(graph[node]):
+            if target in trail:
+                cycles.append(" -> ".join([*trail[trail.index(target) :], target]))
+            elif target not in seen:
+                seen.add(target)
+                walk(target, [*trail, target])
+
+    for start in sorted(graph):
+        if start not in seen:
+            seen.add(start)
+            walk(start, [start])
+    assert cycles == []

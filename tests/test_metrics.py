@@ -125,7 +125,7 @@ def test_the_quota_exposition_is_what_prometheus_client_would_write():
     assert quota_exposition(rows) == generate_latest(registry).decode()
 
 
-# --- GPU utilization per pool (issue 13) ------------------------------------------------------------------------
+# --- GPU utilization per pool ------------------------------------------------------------------------
 
 UTILIZATION_SERIES = ("gpupool_idle_gpus", "gpupool_gpu_utilization_percent", "gpupool_gpu_memory_used_mib")
 

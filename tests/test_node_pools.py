@@ -1,4 +1,4 @@
-"""Run:ai's node-pools view (issue 11): ``selectors.node_pool_list``, ``/api/node_pools/`` and ``/node-pools/``.
+"""Run:ai's node-pools view: ``selectors.node_pool_list``, ``/api/node_pools/`` and ``/node-pools/``.
 
 A small known fleet on one file backend ``lab`` whose default pool is ``default``: label pools
 ``a100`` (gpu-type=A100, two 8-GPU nodes) and ``v100`` (gpu-type=V100, one 4-GPU node), an empty label pool

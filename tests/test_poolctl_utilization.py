@@ -1,4 +1,4 @@
-"""``poolctl get idle`` and ``poolctl get consumption`` (issue 13): gpuctl-style tables of the idle workloads and
+"""``poolctl get idle`` and ``poolctl get consumption``: gpuctl-style tables of the idle workloads and
 the GPU-hours, or their JSON, as the operator or ``--as`` someone who may read one pool."""
 
 from __future__ import annotations

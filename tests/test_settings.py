@@ -46,7 +46,7 @@ def test_the_web_servers_entry_points_leave_what_they_loaded_out_of_full_collect
         script = (
             f"import gc, sys, {entry}; "
             "print(gc.get_freeze_count(), len(gc.get_objects()), 'pools.views' in sys.modules, "
-            "'pools.api.views' in sys.modules)"
+            "'pools.api.configs' in sys.modules)"
         )
         result = subprocess.run(
             [sys.executable, "-c", script], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120

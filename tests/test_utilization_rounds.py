@@ -1,4 +1,4 @@
-"""GPU utilization rounds (issue 13): idle GPUs, pool samples and GPU-hours, from the simulated exporter's model.
+"""GPU utilization rounds: idle GPUs, pool samples and GPU-hours, from the simulated exporter's model.
 
 The cluster is a file backend's nodes and pods, read as a simulated backend's: the model (``pools.fleet.dcgm``)
 decides each pod's behaviour from its identity, so the tests pick pods that are idle or busy for their whole life.

@@ -5,11 +5,13 @@ the one selector or service it calls, its FilterSet and, for a listing with a CS
 do the rest, the same for every endpoint: authentication (401 without a credential), the gate before the
 endpoint's own code (``DoorPermission``: 404 for an object the caller may not see, 403 for a change they may not
 make), JSON in and out within the bounds every door shares, pagination, the one error shape (``errors.py``),
-and the CSV of a listing from its Table (``?format=csv``).
+and the CSV of a listing (``?format=csv``): its Table's columns, or else its JSON rows with nested objects as
+dotted columns (``gpu.used``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -23,7 +25,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from pools import gate, services
 from pools.choices import ChangeOrigin
 from pools.engine.doors import Door, door
-from pools.tables import Table
+from pools.tables import Table, csv_text
 
 from .errors import bad_request
 from .metadata import EndpointMetadata
@@ -43,16 +45,34 @@ class DoorPermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         entered = view.entered_door()
-        if entered is None or entered.public:
+        if entered is not None and entered.public:
             return True
         if not (request.user and request.user.is_authenticated):
             return False
+        if entered is None:  # no door by this method: 405 for the signed-in, after the 401 for anybody else
+            return True
         gate.door_check(request.user, entered, view.gate_parameters(entered))
         return True
 
 
+def flat(row: Mapping, prefix: str = "") -> dict[str, Any]:
+    """A JSON row as CSV cells: nested objects become dotted columns (``gpu.used``), lists and empty objects are
+    written as JSON text."""
+    cells: dict[str, Any] = {}
+    for key, value in row.items():
+        column = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            cells.update(flat(value, f"{column}."))
+        elif isinstance(value, dict | list):
+            cells[column] = json.dumps(value, sort_keys=True)
+        else:
+            cells[column] = value
+    return cells
+
+
 class CSVRenderer(BaseRenderer):
-    """``?format=csv`` of a listing: its view's Table (``view.table``), every cell inert."""
+    """``?format=csv`` of a listing: its view's Table (``view.table``) when it has one, else its JSON rows flattened
+    (the columns in order of appearance); every cell inert."""
 
     media_type = "text/csv"
     format = "csv"
@@ -61,7 +81,12 @@ class CSVRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         view = (renderer_context or {}).get("view")
         rows = data if isinstance(data, list) else []
-        return view.csv_table().csv(rows).encode(self.charset)
+        table = view.csv_table()
+        if table is not None:
+            return table.csv(rows).encode(self.charset)
+        cells = [flat(row) for row in rows]
+        columns = list(dict.fromkeys(column for row in cells for column in row))
+        return csv_text(columns, ([row.get(column) for column in columns] for row in cells)).encode(self.charset)
 
 
 class ApiView:
@@ -94,7 +119,7 @@ class ApiView:
                 parameters = {**{k: v for k, v in data.items() if isinstance(v, str)}, **parameters}
         return parameters
 
-    def csv_table(self) -> Table:
+    def csv_table(self) -> Table | None:
         return self.table
 
     def handle_exception(self, exc):
@@ -126,6 +151,12 @@ def names_parameter(request, key: str) -> list[str]:
 
 
 NAMES_PARAMETER = "names, repeated or comma-separated"
+
+# The query parameters ``ApiView.change_options`` reads, for the schema of every endpoint that writes a revision.
+CHANGE_PARAMETERS = [
+    OpenApiParameter("description", str, description="why the change is made (kept on the revision)"),
+    OpenApiParameter("tag", str, many=True, description="tags for the revision (repeat the parameter)"),
+]
 
 
 def filter_parameters(filterset_class, **extra: str) -> list[OpenApiParameter]:

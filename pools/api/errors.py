@@ -102,6 +102,9 @@ def _flatten(detail, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(detail, dict):
         entries = []
         for key, value in detail.items():
+            if isinstance(key, int):  # a ListField's errors come by index
+                entries.extend(_flatten(value, f"{prefix}[{key}]"))
+                continue
             field = "" if key in ("non_field_errors", "detail") else str(key)
             path = f"{prefix}.{field}" if prefix and field else prefix or field
             entries.extend(_flatten(value, path))

@@ -149,7 +149,7 @@ class PoolQuotaView(ListingView):
 
 class ResourceListView(ListingView):
     """Nodes per (pool, platform) with used/capacity: ``poolctl resource list --format json``; ``?format=csv``
-    is the nodes page's CSV (the same Table).
+    is the same rows, one column per figure (``gpu.used``, ``mig.1g.10gb.capacity``).
 
     Its parameters are ``NodeFilterSet``'s, as on the nodes page; ``pools`` and ``platforms`` are the older
     names of ``pool`` and ``platform``.
@@ -157,7 +157,6 @@ class ResourceListView(ListingView):
 
     doors = {"GET": "resource.list"}
     renderer_classes = [JSONRenderer, CSVRenderer]
-    table = tables.RESOURCES
     ALIASES = {"pools": "pool", "platforms": "platform"}
 
     @extend_schema(

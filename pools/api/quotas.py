@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from pools import selectors, services
 
 from . import serializers
-from .base import ApiView
-from .configs import CHANGE_PARAMETERS, revisions_body
+from .base import CHANGE_PARAMETERS, ApiView
 from .errors import service_errors
+from .history import revisions_body
 
 ERRORS = OpenApiResponse(description='{"errors": [{"field", "message"}]}')
 

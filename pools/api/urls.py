@@ -4,7 +4,7 @@ doors of the catalogue; ``pools.doors`` lists them all with what each needs."""
 from django.urls import include, path, re_path
 from rest_framework.routers import DefaultRouter
 
-from . import access, configs, docs, inventory, labels, quotas, utilization
+from . import access, configs, docs, history, inventory, labels, quotas, utilization
 
 app_name = "api"
 
@@ -42,15 +42,15 @@ urlpatterns = [
     path("pool_quota/", inventory.PoolQuotaView.as_view(), name="pool-quota"),
     path("resources/", inventory.ResourceListView.as_view(), name="resources"),
     path("node_pools/", inventory.NodePoolListView.as_view(), name="node-pools"),
-    path("configs/history/", configs.ConfigHistoryView.as_view(), name="config-history"),
-    path("configs/import/", configs.ConfigImportView.as_view(), name="config-import"),
-    path("configs/<str:config_type>/", configs.ConfigDocumentView.as_view(), name="config-document"),
-    path("configs/<str:config_type>/diff/", configs.ConfigDiffView.as_view(), name="config-diff"),
-    path("configs/<str:config_type>/<int:revision>/", configs.RevisionView.as_view(), name="config-revision"),
-    path("configs/<str:config_type>/<int:revision>/tags/", configs.RevisionTagsView.as_view(), name="config-tags"),
+    path("configs/history/", history.ConfigHistoryView.as_view(), name="config-history"),
+    path("configs/import/", history.ConfigImportView.as_view(), name="config-import"),
+    path("configs/<str:config_type>/", history.ConfigDocumentView.as_view(), name="config-document"),
+    path("configs/<str:config_type>/diff/", history.ConfigDiffView.as_view(), name="config-diff"),
+    path("configs/<str:config_type>/<int:revision>/", history.RevisionView.as_view(), name="config-revision"),
+    path("configs/<str:config_type>/<int:revision>/tags/", history.RevisionTagsView.as_view(), name="config-tags"),
     path(
         "configs/<str:config_type>/<int:revision>/rollback/",
-        configs.RevisionRollbackView.as_view(),
+        history.RevisionRollbackView.as_view(),
         name="config-rollback",
     ),
     path("jobs/<str:job_id>/", inventory.JobView.as_view(), name="job-detail"),

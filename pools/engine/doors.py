@@ -87,7 +87,7 @@ def _config_doors(config_type: str, label: str, plural: str, note: str = "") -> 
             CHANGE_CONFIG,
             acts_on=config_type,
             note="; ".join(filter(None, ["{name} from the body" if not by_type else "", note])),
-            **({} if by_type else seen),
+            **seen,
         ),
         Door(
             f"{prefix}.change",

@@ -1,4 +1,4 @@
-"""GPU utilization: quiet and idle GPUs, the utilization distribution, and GPU-hours consumed (issue 13).
+"""GPU utilization: quiet and idle GPUs, the utilization distribution, and GPU-hours consumed.
 
 Pure functions over numbers the callers read from Prometheus (DCGM exporter series) and from the inventory; no
 Django, no I/O. Times are epoch seconds; utilization is in percent (0-100).

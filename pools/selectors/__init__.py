@@ -64,7 +64,6 @@ from .gpuctl import (
     gpuctl_pool_detail,
     gpuctl_pools,
     label_pool_backends,
-    label_pool_node_choices,
     node_labels,
     pool_jobs,
 )
@@ -78,6 +77,7 @@ from .inventory import (
     backends_visible,
     hidden_nodes,
     hidden_nodes_moved,
+    label_pool_node_choices,
     memberships_visible,
     node_details,
     node_filter_choices,

@@ -7,7 +7,6 @@ node counts from ``node_groups``, nodes in one query.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal
 
 from django.db.models import Q
@@ -20,7 +19,6 @@ from ..engine.errors import ConfigError, NotFound
 from ..engine.permissions import VIEW_POOL
 from ..models import Backend, Node, NodeMembership, Pod, Pool, placements_pairs
 from .capacity import node_based_pools, pool_list
-from .inventory import resource_index
 from .pools import pool_get
 
 # Where a workload's user is read, first found wins: OSMO's label, then gpuctl's.
@@ -221,26 +219,3 @@ def label_pool_backends(*, user) -> list[str]:
     """The writable Kubernetes backends ``user`` may see (where gpuctl pools can be created)."""
     backends = Backend.objects.restrict(user).filter(kind=BackendKind.KUBERNETES, writable=True).order_by("name")
     return list(backends.values_list("name", flat=True))
-
-
-LABEL_POOL_NODES_SHOWN = 500
-
-
-def label_pool_node_choices(*, user, filters: Mapping | None = None) -> list[dict]:
-    """The nodes the label-pool page offers to pick: one row per node of the node table (``NodeFilterSet``'s
-    filters) with the pools it is in, at most ``LABEL_POOL_NODES_SHOWN``."""
-    rows: dict[str, dict] = {}
-    for row in resource_index(user=user, filters=filters):
-        entry = rows.setdefault(
-            row.node,
-            {
-                "node": row.node,
-                "backend": row.backend,
-                "status": row.status,
-                "gpu_product": row.gpu_product,
-                "pools": [],
-            },
-        )
-        if row.pool and row.pool not in entry["pools"]:
-            entry["pools"].append(row.pool)
-    return list(rows.values())[:LABEL_POOL_NODES_SHOWN]

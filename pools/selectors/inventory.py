@@ -589,3 +589,26 @@ def what_if_choices(*, user) -> dict:
         "platforms": pool_platform_names(user=user),
         "projects": list(projects_queryset(user=user).order_by("name").values_list("name", flat=True)),
     }
+
+
+LABEL_POOL_NODES_SHOWN = 500
+
+
+def label_pool_node_choices(*, user, filters: Mapping | None = None) -> list[dict]:
+    """The nodes the label-pool page offers to pick: one row per node of the node table (``NodeFilterSet``'s
+    filters) with the pools it is in, at most ``LABEL_POOL_NODES_SHOWN``."""
+    rows: dict[str, dict] = {}
+    for row in resource_index(user=user, filters=filters):
+        entry = rows.setdefault(
+            row.node,
+            {
+                "node": row.node,
+                "backend": row.backend,
+                "status": row.status,
+                "gpu_product": row.gpu_product,
+                "pools": [],
+            },
+        )
+        if row.pool and row.pool not in entry["pools"]:
+            entry["pools"].append(row.pool)
+    return list(rows.values())[:LABEL_POOL_NODES_SHOWN]

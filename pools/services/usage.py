@@ -66,42 +66,43 @@ def usage_sample_record(*, at: datetime | None = None) -> int:
     return len(samples)
 
 
-def usage_history_compact(*, now: datetime | None = None) -> dict:
-    """Average finished hours of minute samples into hourly ones; drop samples past their retention."""
+def history_compact(model, *, keys: tuple[str, ...], figures: tuple[str, ...], now: datetime | None = None) -> dict:
+    """Average the finished hours of ``model``'s minute samples into hourly ones (one per ``keys`` and hour, each of
+    ``figures`` averaged) and drop samples past their retention: minutes after ``MINUTE_RETENTION``, hours after
+    ``HOUR_RETENTION``. The one compaction of every sampled history (usage, utilization)."""
     now = now or timezone.now()
     this_hour = now.replace(minute=0, second=0, microsecond=0)
-    minutes = UsageSample.objects.filter(
+    minutes = model.objects.filter(
         resolution=UsageSample.Resolution.MINUTE, at__lt=this_hour, at__gte=this_hour - MINUTE_RETENTION
     )
     hourly = (
         minutes.annotate(hour=TruncHour("at"))
-        .values("scope", "key", "backend_id", "hour")
-        .annotate(
-            used=Avg("used"), capacity=Avg("capacity"), quota_used=Avg("quota_used"), quota_limit=Avg("quota_limit")
-        )
+        .values(*keys, "hour")
+        .annotate(**{figure: Avg(figure) for figure in figures})
     )
-    created = UsageSample.objects.bulk_create(
+    created = model.objects.bulk_create(
         [
-            UsageSample(
-                scope=row["scope"],
-                key=row["key"],
-                backend_id=row["backend_id"],
+            model(
+                **{key: row[key] for key in keys},
+                **{figure: row[figure] for figure in figures},
                 resolution=UsageSample.Resolution.HOUR,
                 at=row["hour"],
-                used=row["used"],
-                capacity=row["capacity"],
-                quota_used=row["quota_used"],
-                quota_limit=row["quota_limit"],
             )
             for row in hourly
         ],
         ignore_conflicts=True,
         batch_size=1000,
     )
-    expired_minutes, _ = UsageSample.objects.filter(
-        resolution=UsageSample.Resolution.MINUTE, at__lt=now - MINUTE_RETENTION
-    ).delete()
-    expired_hours, _ = UsageSample.objects.filter(
-        resolution=UsageSample.Resolution.HOUR, at__lt=now - HOUR_RETENTION
-    ).delete()
-    return {"hourly": len(created), "expired": expired_minutes + expired_hours}
+    expired = model.objects.filter(resolution=UsageSample.Resolution.MINUTE, at__lt=now - MINUTE_RETENTION).delete()[0]
+    expired += model.objects.filter(resolution=UsageSample.Resolution.HOUR, at__lt=now - HOUR_RETENTION).delete()[0]
+    return {"hourly": len(created), "expired": expired}
+
+
+def usage_history_compact(*, now: datetime | None = None) -> dict:
+    """Average finished hours of usage samples into hourly ones; drop samples past their retention."""
+    return history_compact(
+        UsageSample,
+        keys=("scope", "key", "backend_id"),
+        figures=("used", "capacity", "quota_used", "quota_limit"),
+        now=now,
+    )

@@ -31,8 +31,6 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Avg
-from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from pools import selectors
@@ -44,7 +42,7 @@ from pools.models import Backend, GpuConsumption, NodeMembership, QuietGpu, Usag
 from pools.telemetry.prometheus import IdleDevice, PrometheusError, idle_since
 
 from .inventory import lease_acquire, lease_owner, lease_release
-from .usage import HOUR_RETENTION, MINUTE_RETENTION  # utilization samples are kept as usage samples are
+from .usage import MINUTE_RETENTION, history_compact  # utilization samples are kept as usage samples are
 
 logger = logging.getLogger(__name__)
 
@@ -474,51 +472,19 @@ def utilization_record_all() -> dict[str, dict]:
 
 
 def utilization_history_compact(*, now: datetime | None = None) -> dict:
-    """Average finished hours of minute samples into hourly ones; drop samples and GPU-hours past their retention."""
+    """Average finished hours of utilization samples into hourly ones; drop samples and GPU-hours past their
+    retention (the samples by ``usage.history_compact``, the one compaction of sampled histories)."""
     now = now or timezone.now()
-    this_hour = now.replace(minute=0, second=0, microsecond=0)
-    minutes = UtilizationSample.objects.filter(
-        resolution=UsageSample.Resolution.MINUTE, at__lt=this_hour, at__gte=this_hour - MINUTE_RETENTION
+    counts = history_compact(
+        UtilizationSample,
+        keys=("backend_id", "pool"),
+        figures=("gpus", "utilization", "memory_used", "memory_total", "idle_gpus"),
+        now=now,
     )
-    hourly = (
-        minutes.annotate(hour=TruncHour("at"))
-        .values("backend_id", "pool", "hour")
-        .annotate(
-            gpus=Avg("gpus"),
-            utilization=Avg("utilization"),
-            memory_used=Avg("memory_used"),
-            memory_total=Avg("memory_total"),
-            idle_gpus=Avg("idle_gpus"),
-        )
-    )
-    created = UtilizationSample.objects.bulk_create(
-        [
-            UtilizationSample(
-                backend_id=row["backend_id"],
-                pool=row["pool"],
-                resolution=UsageSample.Resolution.HOUR,
-                at=row["hour"],
-                gpus=row["gpus"],
-                utilization=row["utilization"],
-                memory_used=row["memory_used"],
-                memory_total=row["memory_total"],
-                idle_gpus=row["idle_gpus"],
-            )
-            for row in hourly
-        ],
-        ignore_conflicts=True,
-        batch_size=1000,
-    )
-    expired = UtilizationSample.objects.filter(
-        resolution=UsageSample.Resolution.MINUTE, at__lt=now - MINUTE_RETENTION
-    ).delete()[0]
-    expired += UtilizationSample.objects.filter(
-        resolution=UsageSample.Resolution.HOUR, at__lt=now - HOUR_RETENTION
-    ).delete()[0]
-    expired += GpuConsumption.objects.filter(
+    counts["expired"] += GpuConsumption.objects.filter(
         resolution=GpuConsumption.Resolution.HOUR, start__lt=now - HOURLY_CONSUMPTION_RETENTION
     ).delete()[0]
-    expired += GpuConsumption.objects.filter(
+    counts["expired"] += GpuConsumption.objects.filter(
         resolution=GpuConsumption.Resolution.DAY, start__lt=now - DAILY_CONSUMPTION_RETENTION
     ).delete()[0]
-    return {"hourly": len(created), "expired": expired}
+    return counts

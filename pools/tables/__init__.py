@@ -6,6 +6,7 @@ Callers import the package: ``from pools import tables``; ``tables.POOLS.text(ro
 from .access import REVISIONS, USERS
 from .base import CLI, CSV, EXPORTS, PAGE, Column, Table, as_json, csv_text, inert
 from .inventory import (
+    BACKENDS,
     GPUCTL_JOBS,
     GPUCTL_NODE_PODS,
     GPUCTL_NODES,
@@ -19,6 +20,7 @@ from .quotas import DEPARTMENTS, PROJECTS, QUOTAS
 from .utilization import CONSUMPTION, IDLE
 
 __all__ = [
+    "BACKENDS",
     "CLI",
     "CONSUMPTION",
     "CSV",

@@ -132,3 +132,30 @@ SYNC_RESULTS = Table(
     ),
     empty="",
 )
+
+
+def _when(value) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def _node_counts(counts: dict) -> str:
+    return ", ".join(f"{count} {status}" for status, count in counts.items() if count) or "0"
+
+
+# The backends with their sync health: the backends page's exports and ``poolctl backend list``.
+BACKENDS = Table(
+    "backends",
+    (
+        Column("name", "Backend"),
+        Column("kind", "Kind"),
+        Column("status", "Status", value=lambda row: str(row["status"])),
+        Column("last_heartbeat", "Last contact (UTC)", text=_when),
+        Column("last_sync_at", "Last sync (UTC)", text=_when),
+        Column("last_sync_duration", "Sync seconds", text=lambda value: "-" if value is None else f"{value:.2f}"),
+        Column("available_nodes", "Available nodes", value=lambda row: row["nodes"]["available"], numeric=True),
+        Column("nodes", "Nodes", text=_node_counts, where=frozenset({CLI})),
+        Column("last_sync_error", "Last error", text=dash),
+        Column("utilization_source", "Utilization from", text=dash),
+    ),
+    empty="No backends.",
+)

@@ -1,3 +1,3 @@
-"""What the GPUs are doing, read from monitoring systems (issue 13): plain Python with no Django import, so the
+"""What the GPUs are doing, read from monitoring systems: plain Python with no Django import, so the
 worker and engine-like code can use it. ``prometheus`` reads the DCGM exporter's series from a Prometheus server.
 """

@@ -82,6 +82,8 @@ class DoorPage(View):
             raise Http404(str(exc)) from None
         except AccessDenied as exc:
             raise PermissionDenied(str(exc)) from None
+        except ConfigError as exc:  # bad input (a revision number out of range…): the one map decides the status
+            return render(request, "refused.html", {"exception": str(exc)}, status=refusal_status(exc))
         if self.fragment_name:
             patch_vary_headers(response, ["HX-Request"])
         return response

@@ -117,6 +117,8 @@ class Backends(ListPage):
 
     door = "backend.list"
     template_name = "pools/backends.html"
+    table = tables.BACKENDS
+    export_name = "backends"
     row_offers = {"can_sync": (OPERATE_BACKEND, "name")}
 
     def rows(self):

@@ -11,7 +11,8 @@ from people import person, role
 from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
-from pools.engine.permissions import DOORS
+from pools.doors import http_doors
+from pools.management.commands.poolctl import cli_doors
 
 A100 = {"gpu-type": "A100"}
 
@@ -106,7 +107,7 @@ def test_a_reader_sees_the_units_and_pools_they_may_see_with_the_same_shares(lab
 
 
 def test_the_quota_list_is_a_door_of_the_catalogue():
-    assert {"GET /api/quotas/", "poolctl quota list [--pool P]"} <= {door.door for door in DOORS}
+    assert {"GET /api/quotas/", "poolctl quota list"} <= {entry.door for entry in http_doors() + cli_doors()}
 
 
 def test_over_subscription_is_a_warning_never_a_refusal(lab, poolctl, client_for):

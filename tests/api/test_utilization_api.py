@@ -1,4 +1,4 @@
-"""``GET /api/idle_gpus/`` and ``GET /api/consumption/`` (issue 13): the rows of ``selectors.idle_workloads`` and
+"""``GET /api/idle_gpus/`` and ``GET /api/consumption/``: the rows of ``selectors.idle_workloads`` and
 the report of ``selectors.consumption_report``, JSON or CSV, counted only in the pools the caller may read."""
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ axe-core finds no WCAG 2 A or AA violation on the pages on the way."""
 from __future__ import annotations
 
 import pytest
-from browser import accessibility_report, accessibility_violations, shoot
-from people import PASSWORD, person
+from browser import accessibility_report, accessibility_violations, shoot, sign_in
+from people import person
 
 from pools import selectors, services
 from pools.choices import ConfigType
@@ -15,15 +15,6 @@ from pools.models import NodeMembership
 pytestmark = pytest.mark.services
 
 KEY = "runwhere.ai/pool"
-TIMEOUT_MS = 20_000
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
 
 
 @pytest.fixture
@@ -56,11 +47,7 @@ def members(pool: str) -> set[str]:
 
 def test_create_a_label_pool_from_the_node_table_see_it_and_delete_it(cluster, live_server, page):
     person("ops", is_superuser=True, is_staff=True)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", PASSWORD)
-    page.click("form[action*='login'] [type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, "ops")
     found: dict[str, list[str]] = {}
 
     page.goto(f"{live_server.url}/node-pools/")

@@ -1,4 +1,4 @@
-"""Utilization rounds (issue 13) against a real Prometheus (Debian's) scraping the simulated DCGM exporter.
+"""Utilization rounds against a real Prometheus (Debian's) scraping the simulated DCGM exporter.
 
 A file backend holds three H100 nodes and their pods, as Kubernetes would list them; its ``prometheus_url`` is set
 through ``config_apply`` as an administrator would. Rounds of ``utilization_record`` over a few seconds (a 3 s idle

@@ -1,27 +1,19 @@
-"""The node-pools page (issue 11) in Chromium: sort by a column, choose columns, see the default pool marked;
+"""The node-pools page in Chromium: sort by a column, choose columns, see the default pool marked;
 axe-core finds no WCAG 2 A or AA violation, and the screens are saved in ``var/screenshots/``."""
 
 from __future__ import annotations
 
 import pytest
-from browser import accessibility_report, accessibility_violations, shoot
+from browser import accessibility_report, accessibility_violations, shoot, sign_in
 from kube_objects import node, pod, write_list
-from people import PASSWORD, person
+from people import person
 
 from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.models import Backend
 
-TIMEOUT_MS = 20_000
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 760})
-    context.set_default_timeout(TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
+VIEWPORT = {"width": 1440, "height": 760}
 
 
 @pytest.fixture
@@ -63,11 +55,7 @@ def violations_of(page, name: str, found: dict) -> None:
 
 def test_sort_choose_columns_and_see_the_default_pool_in_a_browser(fleet, live_server, page):
     person("ops", is_superuser=True, is_staff=True)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", PASSWORD)
-    page.click("form[action*='login'] [type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, "ops")
     found: dict[str, list[str]] = {}
 
     page.click("nav[aria-label=Main] >> text=Node pools")

@@ -5,23 +5,13 @@ axe-core finds no WCAG 2 A or AA violation; the screens are saved in ``var/scree
 from __future__ import annotations
 
 import pytest
-from browser import accessibility_report, accessibility_violations, shoot
-from people import PASSWORD, person
+from browser import accessibility_report, accessibility_violations, shoot, sign_in
+from people import person
 from playwright.sync_api import expect
 
 from pools import selectors, services
 from pools.choices import ConfigType
 from pools.models import ConfigRevision
-
-TIMEOUT_MS = 20_000
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
 
 
 @pytest.fixture
@@ -38,11 +28,7 @@ def deserved(unit: str, pool: str):
 
 def test_edit_quotas_in_place_see_the_warnings_then_save_them_at_once(demo_quotas, live_server, page):
     person("ops", is_superuser=True, is_staff=True)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", PASSWORD)
-    page.click("form[action*='login'] [type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url, "ops")
     found: dict[str, list[str]] = {}
 
     page.click("nav[aria-label=Main] >> text=Quotas")

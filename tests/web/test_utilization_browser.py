@@ -1,4 +1,4 @@
-"""The GPU utilization pages in Chromium (issue 13): the pool page's charts have a time axis that spans exactly the
+"""The GPU utilization pages in Chromium: the pool page's charts have a time axis that spans exactly the
 chosen window and hold data, on a fresh demo (one sample a chart) and on a demo with its history backfilled; the
 idle, consumption and node GPU pages render. Each screen is saved in ``var/screenshots/`` and axe-core finds no
 WCAG 2 A or AA violation on it."""
@@ -6,13 +6,13 @@ WCAG 2 A or AA violation on it."""
 from __future__ import annotations
 
 import pytest
-from browser import accessibility_report, accessibility_violations, shoot
-from people import PASSWORD, person
+from browser import accessibility_report, accessibility_violations, shoot, sign_in
+from people import person
 
 from accounts.access import SYSTEM
 from pools import selectors, services
 
-TIMEOUT_MS = 20_000
+VIEWPORT = {"width": 1360, "height": 900}
 POOL = "robotics-training"
 WINDOWS = {"1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 # What a chart drew: the window its data asked for, uPlot's x scale, and the samples it holds.
@@ -27,14 +27,6 @@ CHART_STATE = """box => ({
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture
 def fresh_demo(transactional_db):
     """The demo as a first ``make run`` has it a minute later: a usage sample and two utilization rounds."""
     services.builtins_restore(actor=services.SYSTEM)
@@ -42,15 +34,6 @@ def fresh_demo(transactional_db):
     services.usage_sample_record()
     services.utilization_record_all()
     services.utilization_record_all()
-
-
-def sign_in(page, base_url: str) -> None:
-    person("ops", is_superuser=True, is_staff=True)
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", PASSWORD)
-    page.click("form[action*='login'] [type=submit]")
-    page.wait_for_url(f"{base_url}/")
 
 
 def chart(page, url_part: str, period: str | None = None) -> dict:
@@ -82,7 +65,8 @@ def look(page, name: str, found: dict) -> None:
 
 def test_the_pool_charts_span_the_chosen_window_on_a_fresh_demo(fresh_demo, live_server, page):
     found: dict[str, list[str]] = {}
-    sign_in(page, live_server.url)
+    person("ops", is_superuser=True, is_staff=True)
+    sign_in(page, live_server.url, "ops")
     page.goto(f"{live_server.url}/pools/{POOL}/")
     usage = chart(page, "/usage/")
     utilization = chart(page, "/utilization/")
@@ -130,7 +114,8 @@ def test_the_pool_charts_show_the_backfilled_history(transactional_db, live_serv
     services.usage_history_compact()  # as the worker does when it starts: the hours of the longer periods
     services.utilization_history_compact()
     found: dict[str, list[str]] = {}
-    sign_in(page, live_server.url)
+    person("ops", is_superuser=True, is_staff=True)
+    sign_in(page, live_server.url, "ops")
     page.goto(f"{live_server.url}/pools/{POOL}/")
     usage = chart(page, "/usage/")
     utilization = chart(page, "/utilization/")

@@ -1,4 +1,4 @@
-"""The GPU utilization pages (issue 13): idle GPUs, GPU consumption, a pool's utilization chart, a node's GPUs and
+"""The GPU utilization pages: idle GPUs, GPU consumption, a pool's utilization chart, a node's GPUs and
 the backends' utilization status. Each answers what its reader may see, says why it is empty, and never fails on
 bad parameters or a Prometheus that does not answer."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from browser import accessibility_report, accessibility_violations, csp_violations, shoot
+from browser import TIMEOUT_MS, accessibility_report, accessibility_violations, csp_violations, shoot, sign_in
 from people import PASSWORD, person
 from viewtests import PAGE_DOORS
 
@@ -21,7 +21,7 @@ from pools.inventory.sources import SimulatedSource
 from pools.models import Backend, ConfigRevision
 from pools.services.inventory import node_pool_names
 
-TIMEOUT_MS = 20_000
+VIEWPORT = {"width": 1360, "height": 640}
 # Every page of the catalogue a browser opens, at URLs of the demo (a door may have several: kinds, states).
 PAGES = [
     ("GET /", "/"),
@@ -73,15 +73,6 @@ NEWCOMER_PAGES = ["/", "/nodes/", "/pools/new/", "/accounts/profile/"]
 
 
 @pytest.fixture
-def page(browser):
-    """A page of a fresh browser context, as wide as a laptop screen."""
-    context = browser.new_context(viewport={"width": 1360, "height": 640})
-    context.set_default_timeout(TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture
 def live_demo(transactional_db):
     """The demo on a database that other transactional tests may have flushed (built-ins included)."""
     services.builtins_restore(actor=services.SYSTEM)
@@ -100,14 +91,6 @@ def sync_later(backend_name: str, seconds_ahead: float) -> None:
         clock=lambda: moment,
     )
     services.backend_sync(backend=backend, source=source)
-
-
-def sign_in(page, base_url: str, username: str) -> None:
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("form[action*='login'] [type=submit]")
-    page.wait_for_url(f"{base_url}/")
 
 
 def slug(url: str) -> str:
@@ -278,7 +261,7 @@ def test_every_page_runs_under_the_content_security_policy(live_demo, live_serve
     """Each page loads, runs its scripts and draws its charts with the policy in force (SEMANTICS §7.4): the browser
     reports no refusal, and a behaviour that used to be an inline handler (a filter that applies on change) works."""
     person("ops", is_superuser=True, is_staff=True)
-    context = browser.new_context(viewport={"width": 1360, "height": 640}, bypass_csp=False)
+    context = browser.new_context(viewport=VIEWPORT, bypass_csp=False)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     sign_in(page, live_server.url, "ops")

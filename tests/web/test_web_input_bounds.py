@@ -153,6 +153,10 @@ def test_the_what_if_form_takes_any_number_without_failing(admin, gpu):
 
 
 @pytest.mark.parametrize("revision", ["99999999999999999999", "2147483648"])
-def test_revision_pages_of_numbers_no_revision_can_have_are_404(admin, revision):
-    assert admin.get(f"/history/POOL/{revision}/").status_code == 404
-    assert admin.get(f"/history/POOL/{revision}/rollback/").status_code == 404
+def test_revision_pages_of_numbers_no_revision_can_have_are_a_400_as_on_the_api(admin, revision):
+    """The one number parser decides a revision number on every door (SEMANTICS §7.4): out of range is bad input."""
+    for url in (f"/history/POOL/{revision}/", f"/history/POOL/{revision}/rollback/"):
+        response = admin.get(url)
+        assert response.status_code == 400
+        assert "revision" in response.content.decode()
+    assert admin.get(f"/api/configs/POOL/{revision}/").status_code == 400

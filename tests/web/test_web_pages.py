@@ -607,7 +607,7 @@ class TestQuotaDashboardUsage(PageTestCases.Page):
     max_queries = 10  # 7 today
 
 
-# --- GPU utilization (issue 13) ---------------------------------------------------------------------------------
+# --- GPU utilization ---------------------------------------------------------------------------------
 
 
 class UtilizationRead(PageTestCases.Door):

@@ -162,6 +162,9 @@ class Command(BaseCommand):
         p.add_argument("--every", type=float, metavar="SECONDS", help="keep syncing at this interval until stopped")
         _format_option(p)
 
+        p = backend.add_parser("list", help="backends with their sync health")
+        _format_option(p)
+
         p = backend.add_parser("watch", help="follow a backend's changes live until stopped")
         p.add_argument("name")
         p.add_argument("--seconds", type=float, help="stop after this long")
@@ -508,6 +511,11 @@ class Command(BaseCommand):
             self.out(as_json({"backends": results}))
             return
         self.out(tables.SYNC_RESULTS.text([{"backend": name, **counts} for name, counts in results.items()]))
+
+    @verb("backend list", "backend.list")
+    def do_backend_list(self, o):
+        rows = selectors.backend_health(user=self.principal)
+        self.out(as_json({"backends": rows}) if o["format"] == "json" else tables.BACKENDS.text(rows))
 
     @verb("backend watch NAME", "backend.sync", name="name")
     def do_backend_watch(self, o):
