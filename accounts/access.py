@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.apps import apps
+from django.db.models import Q
 
 from pools.engine.errors import AccessDenied, NotFound
 from pools.engine.permissions import ADMIN_ROLE, DEFAULT_ROLE, Permission
@@ -59,14 +60,22 @@ def user_roles(user) -> list[RoleDefinition]:
     cached = getattr(user, _CACHE, None)
     if cached is not None:
         return cached
-    names = user_role_names(user)
     roles = [
         RoleDefinition(name=name, policies=parse_policies(policies, role=name))
-        for name, policies in _roles().filter(name__in=names).order_by("name").values_list("name", "policies")
+        for name, policies in _held_roles(user).order_by("name").values_list("name", "policies")
     ]
     if user is not None and not is_system(user):
         setattr(user, _CACHE, roles)
     return roles
+
+
+def _held_roles(user):
+    """The roles ``user_role_names`` names, read with the user's groups in one query."""
+    if user is None or is_system(user) or not user.is_authenticated or not user.is_active:
+        return _roles().none()
+    always = [DEFAULT_ROLE, ADMIN_ROLE] if user.is_superuser else [DEFAULT_ROLE]
+    groups = apps.get_model("auth", "Group").objects.filter(user=user).values("name")
+    return _roles().filter(Q(name__in=always) | Q(name__in=groups))
 
 
 def forget_roles(user) -> None:

@@ -91,19 +91,23 @@ def statement_cap_ms() -> int:
 
 
 def cap_statements() -> None:
-    """Put this thread's PostgreSQL connection under ``statement_timeout``, once per connection.
+    """Put this thread's open PostgreSQL connection under ``statement_timeout``, once per connection.
 
     The ``SET`` goes to the driver's connection directly: it is the connection's setting, not one of the
     handler's queries (which the query-count tests count).
     """
-    if connection.vendor != "postgresql":
-        return
-    connection.ensure_connection()
     cap = (connection.connection, statement_cap_ms())
-    if getattr(connection, _CAPPED, None) == cap:
+    if cap[0] is None or getattr(connection, _CAPPED, None) == cap:
         return
     cap[0].execute(f"SET statement_timeout = {cap[1]:d}")
     setattr(connection, _CAPPED, cap)
+
+
+def _capped(execute, sql, params, many, context):
+    """Every statement of a request runs on a capped connection (capped when the request first uses it: a request
+    that reads nothing opens none)."""
+    cap_statements()
+    return execute(sql, params, many, context)
 
 
 def statement_cancelled(exc: BaseException) -> bool:
@@ -126,8 +130,10 @@ class StatementCapMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        cap_statements()
-        return self.get_response(request)
+        if connection.vendor != "postgresql":
+            return self.get_response(request)
+        with connection.execute_wrapper(_capped):
+            return self.get_response(request)
 
     def process_exception(self, request, exception):
         if not statement_cancelled(exception):

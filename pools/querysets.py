@@ -54,22 +54,21 @@ def _label_condition(pools, backend_field: str, name_field: str) -> Q:
     return condition
 
 
-def _pool_label_restriction(queryset, principal, name_field: str = "pool_name"):
+def _pool_label_restriction(queryset, principal, name_field: str = "pool_name", pools=None):
     """Rows labelled with a pool: those of pools ``principal`` may see (a label is its own backend's word).
 
-    With ``LIST_FLEET`` also the rows of no pool, but never those of a pool hidden from them (a Deny).
+    With ``LIST_FLEET`` also the rows of no pool, but never those of a pool hidden from them (a Deny). ``pools``:
+    every pool's ``(backend id, name)``, when the caller has read them already (else one query reads them).
     """
-    Pool = model("Pool")
     if is_system(principal):
         return queryset
+    if pools is None:
+        pools = list(model("Pool").objects.values_list("backend_id", "name"))
+    names = set(visible(principal, VIEW_POOL, [name for _, name in pools]))
     if not allows(principal, LIST_FLEET):
-        return queryset.filter(_label_condition(visible_pool_ids(principal).values(), "backend_id", name_field))
-    seen = visible_pool_ids(principal)
-    hidden = [
-        (backend_id, name)
-        for pk, backend_id, name in Pool.objects.values_list("id", "backend_id", "name")
-        if pk not in seen
-    ]
+        seen = [(backend_id, name) for backend_id, name in pools if name in names]
+        return queryset.filter(_label_condition(seen, "backend_id", name_field))
+    hidden = [(backend_id, name) for backend_id, name in pools if name not in names]
     return queryset.exclude(_label_condition(hidden, "backend_id", name_field)) if hidden else queryset
 
 
@@ -221,9 +220,10 @@ class UsageSampleQuerySet(models.QuerySet):
 
 
 class QuietGpuQuerySet(models.QuerySet):
-    def restrict(self, principal):
-        """Quiet GPUs of workloads in visible pools; with ``LIST_FLEET`` also those of no pool."""
-        return _pool_label_restriction(self, principal, name_field="pool")
+    def restrict(self, principal, pools=None):
+        """Quiet GPUs of workloads in visible pools; with ``LIST_FLEET`` also those of no pool (``pools``: every
+        pool's backend id and name, when read already)."""
+        return _pool_label_restriction(self, principal, name_field="pool", pools=pools)
 
 
 class UtilizationSampleQuerySet(models.QuerySet):

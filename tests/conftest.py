@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import io
-import json
-from dataclasses import dataclass
-
 import pytest
 from browser import TIMEOUT_MS, VIEWPORT, chromium
-from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.test import override_settings
+from people import api_client, run_poolctl
 
 from pools import services
 from pools.choices import ConfigType
 from pools.models import Backend
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self):
-        return json.loads(self.out)
-
 
 # Set before any test module is imported (the schemathesis module reads the schema at import); everything
 # else stays as deployed. The test client and the live server speak plain HTTP, while settings without DEBUG
@@ -62,21 +46,8 @@ def inventory_dir(settings, tmp_path):
 
 @pytest.fixture
 def poolctl(db):
-    """Run ``manage.py poolctl ...`` in-process; returns exit code, stdout and stderr."""
-
-    def run(*args: str) -> Result:
-        out, err = io.StringIO(), io.StringIO()
-        try:
-            call_command("poolctl", *args, stdout=out, stderr=err)
-            code = 0
-        except CommandError as exc:
-            err.write(f"Error: {exc}\n")
-            code = exc.returncode
-        except SystemExit as exc:
-            code = exc.code
-        return Result(code, out.getvalue(), err.getvalue())
-
-    return run
+    """Run ``manage.py poolctl ...`` in-process; returns exit code, stdout and stderr (``people.run_poolctl``)."""
+    return run_poolctl
 
 
 @pytest.fixture
@@ -99,8 +70,16 @@ def page(browser, request):
 
 
 @pytest.fixture
+def client_for():
+    """An API client authenticated as ``user`` (anonymous for None): ``people.api_client``."""
+    return api_client
+
+
+@pytest.fixture
 def demo(db):
-    """The demo configuration of `make run`, with its file backends synced."""
+    """The demo configuration of `make run`, with its file backends synced. The built-ins come first: a transactional
+    test run before this one in the same process empties every table, those of the migrations included."""
+    services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
 
 

@@ -9,19 +9,65 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from rest_framework.test import APIClient
 
 PASSWORD = "people-test-pw"
 
 
+@dataclass
+class Result:
+    """What a ``poolctl`` run left: its exit code and what it printed on each stream."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_poolctl(*args: str) -> Result:
+    """Run ``manage.py poolctl ...`` in-process as an operator types it: exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("poolctl", *args, stdout=out, stderr=err)
+        code = 0
+    except CommandError as exc:
+        err.write(f"Error: {exc}\n")
+        code = exc.returncode
+    except SystemExit as exc:
+        code = exc.code
+    return Result(code, out.getvalue(), err.getvalue())
+
+
 def poolctl(*args: str) -> str:
-    """Run ``poolctl`` as the operator on the server; returns what it printed (errors raise CommandError)."""
-    out = io.StringIO()
-    call_command("poolctl", *args, stdout=out, stderr=io.StringIO())
-    return out.getvalue()
+    """Run ``poolctl`` as the operator on the server; returns what it printed (a failure raises CommandError)."""
+    result = run_poolctl(*args)
+    if result.code:
+        raise CommandError(result.err.removeprefix("Error: ").strip(), returncode=result.code)
+    return result.out
+
+
+def signed_in(user) -> Client:
+    """A browser session signed in as ``user`` (pages, and the API by its session)."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def api_client(user=None) -> APIClient:
+    """An API client authenticated as ``user`` (anonymous for None)."""
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
 
 
 def role(name: str, *policies: dict, description: str = "") -> str:

@@ -5,15 +5,14 @@ import json
 import pytest
 from django.contrib import admin
 from django.urls import reverse
-from people import person
+from people import person, signed_in
 
 from pools.models import ConfigRevision, PodTemplate, Pool
 
 
 @pytest.fixture
-def admin_client(client, db):
-    client.force_login(person("root", password=None, is_superuser=True, is_staff=True))
-    return client
+def admin_client(db):
+    return signed_in(person("root", password=None, is_superuser=True, is_staff=True))
 
 
 def test_every_model_is_registered():

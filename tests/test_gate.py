@@ -13,7 +13,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.test import Client
 from kube_objects import node, pod
-from people import person, poolctl, role, service_account
+from people import person, poolctl, role, service_account, signed_in
 from rest_framework.test import APIClient
 
 from accounts import services as account_services
@@ -81,12 +81,6 @@ def api(user) -> APIClient:
     return client
 
 
-def web(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def revisions() -> int:
     return ConfigRevision.objects.count()
 
@@ -100,7 +94,7 @@ def test_a_config_editor_cannot_make_an_administrator_role_through_any_door(esta
     assert api(mallory).post("/api/configs/ROLE/?name=evil", EVIL_ROLE, format="json").status_code == 404
     assert api(mallory).post("/api/roles/", {"name": "evil", **EVIL_ROLE}, format="json").status_code == 404
     assert api(mallory).post("/api/configs/import/", {"roles": {"evil": EVIL_ROLE}}, format="json").status_code == 404
-    page = web(mallory).post("/config/roles/new/", {"name": "evil", "body": json.dumps(EVIL_ROLE)})
+    page = signed_in(mallory).post("/config/roles/new/", {"name": "evil", "body": json.dumps(EVIL_ROLE)})
     assert page.status_code == 404
     path = tmp_path / "evil.json"
     path.write_text(json.dumps(EVIL_ROLE))
@@ -146,7 +140,7 @@ def test_nobody_changes_their_own_roles_and_gives_only_roles_they_hold(estate):
     assert api(uma).put("/api/users/rita/roles/", {"roles": ["osmo-user"]}, format="json").status_code == 200
     with pytest.raises(CommandError, match="permission denied: you may not change your own roles"):
         poolctl("--as", "uma", "user", "set-roles", "uma", "osmo-admin")
-    assert web(uma).post("/access/users/uma/", {"roles": ["osmo-admin"]}).status_code == 403
+    assert signed_in(uma).post("/access/users/uma/", {"roles": ["osmo-admin"]}).status_code == 403
     assert sorted(estate["rita"].groups.values_list("name", flat=True)) == ["osmo-user"]
 
 
@@ -182,7 +176,7 @@ def test_a_team_reads_and_writes_another_teams_pool_through_no_door(estate, tmp_
     assert api(tess).put("/api/pools/robotics-training/", body, format="json").status_code == 404
     bundle = {"pools": {"robotics-training": body}}
     assert api(tess).post("/api/configs/import/", bundle, format="json").status_code == 404
-    assert web(tess).post("/pools/robotics-training/maintenance/", {"enable": "1"}).status_code == 404
+    assert signed_in(tess).post("/pools/robotics-training/maintenance/", {"enable": "1"}).status_code == 404
     path = tmp_path / "pool.json"
     path.write_text(json.dumps(body))
     with pytest.raises(CommandError, match="pool 'robotics-training' does not exist"):
@@ -191,7 +185,7 @@ def test_a_team_reads_and_writes_another_teams_pool_through_no_door(estate, tmp_
     # Its own pools it may change, through the same doors.
     mine = {**configs.pool_body(Pool.objects.get(name="team-a")), "enable_maintenance": True}
     assert api(tess).post("/api/configs/POOL/?name=team-a", mine, format="json").status_code == 200
-    assert web(tess).post("/pools/team-a/maintenance/", {"enable": "0"}).status_code == 302
+    assert signed_in(tess).post("/pools/team-a/maintenance/", {"enable": "0"}).status_code == 302
 
 
 def test_history_diffs_and_revisions_show_only_what_the_reader_may_see(estate):
@@ -202,13 +196,13 @@ def test_history_diffs_and_revisions_show_only_what_the_reader_may_see(estate):
     # The revision that created it also created team-a: tess sees it, without robotics-training.
     revision = api(tess).get(f"/api/configs/POOL/{created.revision}/")
     assert revision.status_code == 200 and "robotics" not in revision.content.decode()
-    page = web(tess).get(f"/history/POOL/{created.revision}/")
+    page = signed_in(tess).get(f"/history/POOL/{created.revision}/")
     assert page.status_code == 200 and "robotics" not in page.content.decode()
     # A revision that changed only robotics-training does not exist for tess.
     services.pool_maintenance_set(name="robotics-training", enable=True, actor=services.SYSTEM)
     hidden = ConfigRevision.objects.filter(config_type="POOL").order_by("-revision").first()
     assert api(tess).get(f"/api/configs/POOL/{hidden.revision}/").status_code == 404
-    assert web(tess).get(f"/history/POOL/{hidden.revision}/").status_code == 404
+    assert signed_in(tess).get(f"/history/POOL/{hidden.revision}/").status_code == 404
     diff = api(tess).get(f"/api/configs/POOL/diff/?from={created.revision}").json()
     assert "robotics" not in diff["diff"]
     shown = poolctl("--as", "tess", "config", "show", "POOL")
@@ -226,7 +220,7 @@ def test_a_deny_hides_a_pools_pods_nodes_and_usage_even_from_a_fleet_reader(esta
     usage = api(rita).get("/api/usage/?key=robotics-training").json()["results"]
     assert usage == [] and UsageSample.objects.filter(key="robotics-training").exists()
     assert all(row["scope"] == "pool" for row in api(rita).get("/api/usage/").json()["results"])
-    chart = web(rita).get("/pools/team-a/usage/").json()
+    chart = signed_in(rita).get("/pools/team-a/usage/").json()
     assert all("all pools" not in series["label"] for series in chart["series"])
 
 
@@ -235,7 +229,7 @@ def test_a_pod_of_another_backend_never_joins_a_pool(estate, cluster):
     tess = estate["tess"]
     names = {row["name"] for row in api(tess).get("/api/pods/?pool=team-a").json()["results"]}
     assert names == {"train-1"}
-    page = web(tess).get("/pools/team-a/")
+    page = signed_in(tess).get("/pools/team-a/")
     assert sum(row["gpu"] for row in page.context["workloads"]) == 2
     assert selectors.pool_list(user=tess, names=["team-a"])[0]["gpu"]["total_usage"] == 2
 
@@ -246,7 +240,7 @@ def test_nodes_of_one_name_in_two_backends_keep_their_own_labels(estate, cluster
         changes={ConfigType.POOL: {"team-a-far": {"backend": "other-cluster", "common_pod_template": ["a"]}}},
         actor=services.SYSTEM,
     )
-    page = web(estate["root"]).get("/nodes/?q=site")
+    page = signed_in(estate["root"]).get("/nodes/?q=site")
     rows = page.context["page"].object_list
     assert {(row["node"], row["backend"]) for row in rows} == {("n1", "other-cluster")}
     assert all(row["labels"]["site"] == "far" for row in rows)
@@ -322,7 +316,7 @@ def web_door(user, config_type, name, body):
         return None
     exists = selectors.config_objects(config_type=config_type, user=SYSTEM).get(name) is not None
     url = f"/config/{kind}/{name}/edit/" if exists else f"/config/{kind}/new/"
-    return verdict(web(user).post(url, {"name": name, "body": json.dumps(body)}).status_code)
+    return verdict(signed_in(user).post(url, {"name": name, "body": json.dumps(body)}).status_code)
 
 
 CHANGES = [
@@ -372,7 +366,7 @@ def test_every_door_gives_the_same_verdict_and_a_refusal_writes_nothing(estate, 
 
 def test_the_gate_refuses_what_the_admin_site_would_let_a_staff_member_do(estate):
     staff = person("stan", "config-editor", is_staff=True)
-    response = web(staff).post("/admin/accounts/role/add/", {"name": "evil", "document": json.dumps(EVIL_ROLE)})
+    response = signed_in(staff).post("/admin/accounts/role/add/", {"name": "evil", "document": json.dumps(EVIL_ROLE)})
     assert response.status_code == 200 and not Role.objects.filter(name="evil").exists()
     assert "permission denied" in response.content.decode() or "does not exist" in response.content.decode()
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from django.urls import reverse
-from people import person
+from people import person, signed_in
 
 from pools import selectors
 from pools.models import Backend, ConfigRevision, PodTemplate
@@ -25,9 +25,8 @@ def snapshot():
 
 
 @pytest.fixture
-def admin_client(client, db):
-    client.force_login(person("root", password=None, is_superuser=True, is_staff=True))
-    return client
+def admin_client(db):
+    return signed_in(person("root", password=None, is_superuser=True, is_staff=True))
 
 
 @pytest.mark.parametrize(

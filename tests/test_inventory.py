@@ -189,7 +189,7 @@ class TestMembership:
 
 class TestAccounting:
     @pytest.fixture
-    def two_pools(self, cluster, actor):
+    def accounting_pools(self, cluster, actor):
         cluster(
             [
                 node("a1", gpu=8, labels={"team": "a"}),
@@ -208,7 +208,7 @@ class TestAccounting:
         pool(actor, "team-a", templates=["team-a"], guarantee=10)
         pool(actor, "team-b", templates=["team-b"])
 
-    def test_usage_quota_and_capacity_of_separate_pools(self, two_pools):
+    def test_usage_quota_and_capacity_of_separate_pools(self, accounting_pools):
         a, b = pools_by_name()["team-a"], pools_by_name()["team-b"]
         # init container rule: max(4, 1) = 4; LOW is usage but not quota; finished pods count for nothing.
         assert a["gpu"] == {
@@ -223,7 +223,7 @@ class TestAccounting:
         assert b["gpu"]["quota_limit"] == 4  # guarantee -1: the node set's capacity
         assert b["gpu"]["total_free"] == 3
 
-    def test_pools_sharing_nodes_form_one_node_set_counted_once(self, two_pools, actor):
+    def test_pools_sharing_nodes_form_one_node_set_counted_once(self, accounting_pools, actor):
         template(
             actor,
             "a-or-b",
@@ -254,7 +254,7 @@ class TestAccounting:
         pool(actor, "p")
         assert pools_by_name()["p"]["gpu"]["total_usage"] == 2
 
-    def test_nodes_in_no_pool_are_listed_as_unused(self, two_pools, actor):
+    def test_nodes_in_no_pool_are_listed_as_unused(self, accounting_pools, actor):
         rows = [r for r in selectors.resource_list(user=SYSTEM) if r["type"] == "UNUSED"]
         assert rows == []
         template(actor, "team-b", {"nodeSelector": {"team": "nobody"}})  # team-b now selects no node

@@ -11,7 +11,7 @@ import json
 
 import pytest
 from django.test import Client
-from people import person, poolctl
+from people import api_client, person, poolctl, signed_in
 from rest_framework.test import APIClient
 
 from accounts.access import SYSTEM
@@ -55,11 +55,7 @@ def triples(rows) -> list[tuple[str, str, str]]:
 
 def clients(user) -> tuple[Client, APIClient]:
     """A browser session and an API client, both signed in as ``user``."""
-    page = Client()
-    page.force_login(user)
-    api = APIClient()
-    api.force_authenticate(user)
-    return page, api
+    return signed_in(user), api_client(user)
 
 
 @pytest.fixture

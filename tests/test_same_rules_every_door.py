@@ -15,10 +15,9 @@ from datetime import timedelta
 import pytest
 import requests
 from django.db import connection
-from django.test import Client
 from django.utils import timezone
 from kube_objects import node, pod
-from people import person, poolctl, role, service_account
+from people import person, poolctl, role, service_account, signed_in
 from rest_framework.test import APIClient
 
 from accounts.access import SYSTEM
@@ -99,12 +98,6 @@ def api(user) -> APIClient:
     return client
 
 
-def web(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def cli(user, *args: str):
     """``poolctl --as USER ...``: its error (None when it succeeded)."""
     try:
@@ -121,7 +114,7 @@ def test_a_user_manager_never_acts_as_an_administrator(estate):
     um = estate["um"]
     refused = api(um).post("/api/users/admin/tokens/", {"name": "mine"}, format="json")
     assert refused.status_code == 403 and "superuser" in refused.json()["errors"][0]["message"]
-    page = web(um).post("/access/users/admin/", {"action": "token", "name": "mine", "expires": "30d"})
+    page = signed_in(um).post("/access/users/admin/", {"action": "token", "name": "mine", "expires": "30d"})
     assert page.status_code == 403
     assert "superuser" in cli(um, "token", "create", "--user", "admin")
     # Nor as someone holding osmo-admin without being a superuser, whose token would act with *:* as well.
@@ -131,7 +124,7 @@ def test_a_user_manager_never_acts_as_an_administrator(estate):
 
     # Roles: taking osmo-admin away (or anything from a superuser) needs osmo-admin; so does any act on them.
     assert api(um).put("/api/users/ops/roles/", {"roles": []}, format="json").status_code == 403
-    assert web(um).post("/access/users/ops/", {"roles": []}).status_code == 403
+    assert signed_in(um).post("/access/users/ops/", {"roles": []}).status_code == 403
     assert cli(um, "user", "set-roles", "ops", "") is not None
     assert api(um).put("/api/users/admin/roles/", {"roles": ["user-manager"]}, format="json").status_code == 403
     assert sorted(estate["ops"].groups.values_list("name", flat=True)) == ["osmo-admin"]
@@ -179,7 +172,7 @@ def test_a_pool_that_would_select_a_node_of_a_hidden_pool_is_refused_on_every_do
         "platforms": "{}",
         "common_default_variables": "{}",
     }
-    page = web(tess).post("/pools/new/", form)
+    page = signed_in(tess).post("/pools/new/", form)
     assert page.status_code == 400 and "teamb" not in page.content.decode()
 
     # Team A's own pool changed to select team B's node: the same.
@@ -243,7 +236,7 @@ def test_a_search_is_never_a_database_lookup(estate, text):
     for answer in (
         api(admin).get("/api/resources/", {"q": text}),
         api(admin).get("/api/nodes/", {"q": text}),
-        web(admin).get("/nodes/", {"q": text}),
+        signed_in(admin).get("/nodes/", {"q": text}),
     ):
         assert answer.status_code == 200, answer.content[:300]
         assert "n-a1" not in answer.content.decode()
@@ -263,7 +256,7 @@ def test_search_words_and_labels(estate):
     assert nodes("team=") == []  # team with an empty value: nobody
     too_long = api(admin).get("/api/resources/", {"q": "x" * 257})
     assert too_long.status_code == 400 and too_long.json()["errors"][0]["field"] in ("q", "")
-    assert web(admin).get("/nodes/", {"q": " ".join("w" * 9)}).status_code == 400
+    assert signed_in(admin).get("/nodes/", {"q": " ".join("w" * 9)}).status_code == 400
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="statement_timeout is PostgreSQL's")
@@ -293,7 +286,7 @@ def test_a_huge_number_is_refused_at_once_on_every_door(estate):
     admin = estate["admin"]
     started = time.monotonic()
     cell = {"pool-0": "teama-gpu", "unit-0": "project/proj-a", "q-0-0-deserved": "1e999999999"}
-    grid = web(admin).post("/quotas/", cell)
+    grid = signed_in(admin).post("/quotas/", cell)
     assert grid.status_code == 400 and b"is not a number" in grid.content
     patch = api(admin).patch(
         "/api/quotas/",
@@ -391,7 +384,7 @@ def test_a_kubeconfig_is_read_only_from_its_directory(estate):
 
 def test_csv_cells_that_begin_like_a_formula_are_text(estate):
     admin = estate["admin"]
-    for answer in (web(admin).get("/nodes/", {"format": "csv"}), api(admin).get("/api/resources/?format=csv")):
+    for answer in (signed_in(admin).get("/nodes/", {"format": "csv"}), api(admin).get("/api/resources/?format=csv")):
         text = answer.content.decode()
         assert "'" + FORMULA.replace('"', '""') in text
         assert "," + FORMULA.replace('"', '""') not in text and '"' + FORMULA.replace('"', '""') not in text
@@ -424,7 +417,7 @@ def test_consumption_by_project_shows_only_the_projects_one_may_read(estate):
     report = api(rick).get("/api/consumption/", {"by": "project"}).json()
     assert [row["project"] for row in report["rows"]] == ["proj-a"]
     assert report["total"]["allocated_gpu_hours"] == report["rows"][0]["allocated_gpu_hours"]
-    assert "deep-research" not in web(rick).get("/consumption/", {"by": "project"}).content.decode()
+    assert "deep-research" not in signed_in(rick).get("/consumption/", {"by": "project"}).content.decode()
     assert "deep-research" not in poolctl("--as", "rick", "get", "consumption", "--by", "project")
     assert "deep-research" in poolctl("get", "consumption", "--by", "project")
 
@@ -433,7 +426,7 @@ def test_consumption_by_project_shows_only_the_projects_one_may_read(estate):
 
 
 def test_every_page_sends_a_content_security_policy_without_inline_scripts(estate):
-    client = web(estate["admin"])
+    client = signed_in(estate["admin"])
     for path in ("/", "/nodes/", "/pools/teama-gpu/", "/api/docs/", "/api/redoc/", "/admin/", "/accounts/login/"):
         policy = client.get(path).headers.get("Content-Security-Policy", "")
         script = next(part for part in policy.split(";") if part.strip().startswith("script-src"))

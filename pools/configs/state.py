@@ -119,13 +119,8 @@ def _quota_problems(state: dict, sees: Sees) -> list[Problem]:
     return problems
 
 
-def validate_state(state: dict, sees: Sees = sees_everything) -> None:
-    """Check the rules that span objects: every reference from a pool names an existing object, a backend's
-    default pool is one of its pools, and no two pools of a backend are defined by the same node label.
-
-    ``sees`` says which other objects a problem may name (the project owning a namespace, the pool holding a
-    label): a writer is never told the name of something they may not see.
-    """
+def _default_pool_problems(state: dict, sees: Sees) -> list[Problem]:
+    """A backend's default pool is one of its own pools."""
     problems = []
     pools = state.get(ConfigType.POOL, {})
     for backend_name, backend in sorted(state.get(ConfigType.BACKEND, {}).items()):
@@ -141,8 +136,14 @@ def validate_state(state: dict, sees: Sees = sees_everything) -> None:
                     f"pool '{default}' belongs to backend '{pools[default]['backend']}', not to this one",
                 )
             )
+    return problems
+
+
+def _node_label_problems(state: dict, sees: Sees) -> list[Problem]:
+    """No two pools of a backend are defined by the same node label."""
+    problems = []
     labels: dict[tuple[str, str, str], str] = {}
-    for pool_name, pool in sorted(pools.items()):
+    for pool_name, pool in sorted(state.get(ConfigType.POOL, {}).items()):
         label = pool.get("node_label")
         if not label:
             continue
@@ -155,17 +156,47 @@ def validate_state(state: dict, sees: Sees = sees_everything) -> None:
                     f"{label['key']}={label['value']}",
                 )
             )
+    return problems
+
+
+def _reference_problems(state: dict, sees: Sees) -> list[Problem]:
+    """Every name a pool refers to exists."""
+    problems = []
     for pool_name, pool in sorted(state.get(ConfigType.POOL, {}).items()):
         for ref_type, refs in pool_references(pool).items():
             existing = state.get(ref_type, {})
             for field, ref in refs:
                 if ref not in existing:
                     problems.append(
-                        Problem(
-                            f"pool '{pool_name}'.{field}",
-                            f"{TYPE_LABELS[ref_type]} '{ref}' does not exist",
-                        )
+                        Problem(f"pool '{pool_name}'.{field}", f"{TYPE_LABELS[ref_type]} '{ref}' does not exist")
                     )
-    problems.extend(_quota_problems(state, sees))
+    return problems
+
+
+# The whole-state rules, each with the types it reads: a change of other types cannot break it.
+STATE_RULES: tuple[tuple[frozenset[ConfigType], Callable[[dict, Sees], list[Problem]]], ...] = (
+    (frozenset({ConfigType.BACKEND, ConfigType.POOL}), _default_pool_problems),
+    (frozenset({ConfigType.POOL}), _node_label_problems),
+    (
+        frozenset({ConfigType.POOL, ConfigType.BACKEND, ConfigType.POD_TEMPLATE, ConfigType.RESOURCE_VALIDATION}),
+        _reference_problems,
+    ),
+    (frozenset({ConfigType.DEPARTMENT, ConfigType.PROJECT, ConfigType.POOL}), _quota_problems),
+)
+
+
+def validate_state(state: dict, sees: Sees = sees_everything, changed: set | None = None) -> None:
+    """Check the rules that span objects: every reference from a pool names an existing object, a backend's
+    default pool is one of its pools, no two pools of a backend are defined by the same node label, and the
+    departments' and projects' references (``_quota_problems``).
+
+    ``changed``: the types a change touched, when only the rules reading them need checking (and only the types
+    those rules read are read from ``state``). ``sees`` says which other objects a problem may name (the project
+    owning a namespace, the pool holding a label): a writer is never told the name of something they may not see.
+    """
+    problems = []
+    for reads, rule in STATE_RULES:
+        if changed is None or reads & changed:
+            problems.extend(rule(state, sees))
     if problems:
         raise ConfigError(problems)

@@ -21,6 +21,7 @@ operator's ``poolctl``) and reads through the models' ``restrict``. Callers impo
 from .access import profile_pools, role_check, role_definitions, role_reach, roles_visible
 from .capacity import (
     NodeGroup,
+    every_pool,
     gpu_product_usage,
     node_based_pools,
     node_groups,
@@ -41,6 +42,7 @@ from .charts import (
     quota_usage_chart,
 )
 from .configs import (
+    ConfigState,
     config_diff,
     config_history,
     config_object,
@@ -99,6 +101,7 @@ from .inventory import (
     what_if_choices,
 )
 from .nodepools import NODE_POOL_SUMS, node_pool_list
+from .overview import pool_overview
 from .pools import (
     DEFAULT_PLATFORM,
     draft_preview,

@@ -166,6 +166,12 @@ def pool_gpu_summary(
     return {int(key): value for key, value in pool_gpu_accounting(inputs, nodes).items()}
 
 
+def every_pool() -> list[dict]:
+    """Every pool, by name, with the columns ``pool_list`` reads (one query; not a pool's documents, which are JSON
+    to decode)."""
+    return list(Pool.objects.order_by("name").values(*POOL_SUMMARY_COLUMNS, *POOL_LIST_COLUMNS))
+
+
 def pool_list(
     *,
     user,
@@ -174,6 +180,7 @@ def pool_list(
     with_ids: bool = False,
     with_nodes: bool = False,
     with_summary: bool = False,
+    every: list[dict] | None = None,
 ) -> list[dict]:
     """The rows of the overview, ``poolctl pool list`` and ``/api/pool-quota/``: status, node set and GPU
     numbers per pool, filtered as ``PoolFilterSet`` says (its errors raise ``ConfigError``).
@@ -181,20 +188,19 @@ def pool_list(
     ``with_ids`` adds ``backend_id`` for callers that store rows (usage samples); ``with_nodes`` adds
     ``id``, ``created_at``, ``default`` (its backend's default pool) and ``node_count`` (gpuctl's listing),
     from the same read of the nodes; ``with_summary`` adds ``summary``, the pool's ``pool_node_summary``, from it
-    too (the overview).
+    too (the overview). ``every``: ``every_pool()``, when the caller has read it already.
     """
     filterset = filtered(PoolFilterSet, filters, Pool.objects.order_by("name"))
     # Every pool, once: for the numbers, and for node sets, which name only the pools the user may see (the
-    # sharing itself stays visible), so visibility is decided once, over all of them. Only the columns used:
-    # a pool's documents (templates, validations...) are JSON to decode.
-    every = list(Pool.objects.order_by("name").values(*POOL_SUMMARY_COLUMNS, *POOL_LIST_COLUMNS))
+    # sharing itself stays visible), so visibility is decided once, over all of them.
+    every = every_pool() if every is None else every
     visible = set(access.visible(user, VIEW_POOL, [row["name"] for row in every]))
     id_names = {row["id"]: row["name"] for row in every if row["name"] in visible}
     pools = [row for row in every if row["id"] in id_names]
     if names is not None:
         names = set(names)
         pools = [row for row in pools if row["name"] in names]
-    if any(value not in (None, "") for name, value in filterset.form.cleaned_data.items() if name != "free"):
+    if any(value not in (None, "", ()) for name, value in filterset.form.cleaned_data.items() if name != "free"):
         listed = set(filterset.qs.values_list("id", flat=True))
         pools = [row for row in pools if row["id"] in listed]
     backend_ids = {pool["backend_id"] for pool in pools}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from accounts.access import is_system
@@ -30,6 +30,40 @@ from ..models import (
     ResourceValidation,
 )
 from ..querysets import visible_object, visible_objects
+
+
+class ConfigState(MutableMapping):
+    """The configuration as ``{type: {name: canonical body}}``, each type read the first time it is asked for: a
+    change of quotas never reads the roles or the templates. ``ConfigState(base=other)`` is a deep copy of
+    ``other``, type by type as asked for (the state a change builds from the current one)."""
+
+    def __init__(self, base: Mapping | None = None):
+        self._types: dict[ConfigType, dict[str, Any]] = {}
+        self._base = base
+
+    def __getitem__(self, key) -> dict[str, Any]:
+        try:
+            config_type = ConfigType(key)
+        except ValueError:
+            raise KeyError(key) from None
+        if config_type not in self._types:
+            if self._base is not None:
+                self._types[config_type] = copy.deepcopy(self._base[config_type])
+            else:
+                self._types[config_type] = config_state([config_type])[config_type]
+        return self._types[config_type]
+
+    def __setitem__(self, key, value) -> None:
+        self._types[ConfigType(key)] = value
+
+    def __delitem__(self, key) -> None:
+        raise TypeError("a config type cannot be removed from the state")
+
+    def __iter__(self):
+        return iter(ConfigType)
+
+    def __len__(self) -> int:
+        return len(ConfigType)
 
 
 def config_state(types: Iterable[ConfigType] | None = None) -> dict[ConfigType, dict[str, Any]]:

@@ -10,11 +10,12 @@ from decimal import Decimal
 from django.db import connection
 from django.db.models import Count
 
-from accounts.access import is_system
+from accounts.access import visible
 
 from ..configs.fields import DEFAULT_OVER_QUOTA_WEIGHT, DEFAULT_QUOTA_PRIORITY, department_body, project_body
 from ..engine import fairshare
 from ..engine.errors import NotFound
+from ..engine.permissions import VIEW_DEPARTMENT, VIEW_POOL, VIEW_PROJECT
 from ..models import Department, Node, NodeMembership, Pod, Pool, Project
 from ..querysets import quotas_visible
 
@@ -222,9 +223,12 @@ def _quota_units(*, user, pool: str | None = None):
     """What the figures and the warnings start from: the pools ``user`` may see (of ``pool`` only, when given), the
     label pools, the capacities, every unit's GPU quotas per pool, the departments, the projects, each
     department's projects' positions, and the units ``user`` may see. None when there is no unit at all."""
-    pool_rows = Pool.objects.restrict(user).order_by("name").values_list("id", "name", "backend_id", "node_label")
+    pool_rows = list(Pool.objects.order_by("name").values_list("id", "name", "backend_id", "node_label"))
+    shown_pools = set(visible(user, VIEW_POOL, [row[1] for row in pool_rows]))
     pools, label_pools = [], {}
     for pool_id, name, backend_id, node_label in pool_rows:
+        if name not in shown_pools:
+            continue
         pools.append((pool_id, name, backend_id))
         if node_label:
             label_pools[backend_id, node_label["key"], node_label["value"]] = pool_id
@@ -254,11 +258,8 @@ def _quota_units(*, user, pool: str | None = None):
     members: dict[str, list[int]] = {name: [] for name in departments}  # each department's projects' positions
     for position, (_, department, _) in enumerate(projects, start=len(departments)):
         members[department].append(position)
-    if is_system(user):
-        seen = {("department", name) for name in departments} | {("project", name) for name, _, _ in projects}
-    else:
-        seen = {("department", name) for name in Department.objects.restrict(user).values_list("name", flat=True)}
-        seen |= {("project", name) for name in Project.objects.restrict(user).values_list("name", flat=True)}
+    seen = {("department", name) for name in visible(user, VIEW_DEPARTMENT, departments)}
+    seen |= {("project", name) for name in visible(user, VIEW_PROJECT, [name for name, _, _ in projects])}
     return pools, label_pools, capacity, quotas, departments, projects, members, seen
 
 

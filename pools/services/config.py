@@ -16,7 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Max, Subquery
 
 from accounts.access import allows, is_system, require, user_roles
 from accounts.models import Role
@@ -120,14 +120,14 @@ def config_apply(
     """
     with transaction.atomic():
         config_write_lock()
-        current = selectors.config_state()
+        current = selectors.ConfigState()  # each type read when first needed, under the lock
         requested = changes(current) if callable(changes) else changes
         requested = {ConfigType(config_type): entries for config_type, entries in requested.items()}
         authorize_names(actor, requested)
         proposed = _keep_hidden_quotas(actor.principal, current, _normalized(requested, normalized))
         authorize_change(actor, current, proposed)
         _check_expectations(current, expect or {})
-        state = copy.deepcopy(current)
+        state = selectors.ConfigState(base=current)
         problems: list[Problem] = []
         for config_type, entries in proposed.items():
             for name, body in entries.items():
@@ -138,18 +138,18 @@ def config_apply(
                     state[config_type][name] = body
         if problems:
             raise ConfigError(problems)
-        _validate_change(current, state, sees_for(actor.principal))
+        _validate_change(current, state, sees_for(actor.principal), changed=set(proposed))
         if dry_run:
             return []
 
-        revisions = []
-        changes_by_type = {
+        changes_by_type = {  # only the proposed types can differ
             config_type: sorted(
                 name
                 for name in current[config_type].keys() | state[config_type].keys()
                 if current[config_type].get(name) != state[config_type].get(name)
             )
             for config_type in ConfigType
+            if config_type in proposed
         }
         touched_backends = {
             backend
@@ -158,26 +158,22 @@ def config_apply(
             for backend in _backends_touched(config_type, changed, current, state)
         }
         hidden_before = selectors.hidden_nodes(actor.principal, backends=touched_backends)
-        for config_type in ConfigType:
-            before, after = current[config_type], state[config_type]
-            changed = changes_by_type[config_type]
-            if not changed:
-                continue
-            for name in changed:
-                _write(config_type, name, after.get(name))
-            revisions.append(
-                _record_revision(
-                    config_type=config_type,
-                    changed=changed,
-                    before=before,
-                    after=after,
-                    actor=actor,
-                    description=description,
-                    tags=tags,
-                    action=action,
-                )
-            )
-        _credentials_confirm(actor.principal, list(proposed.get(ConfigType.BACKEND, {})), state[ConfigType.BACKEND])
+        written = [config_type for config_type in ConfigType if changes_by_type.get(config_type)]
+        for config_type in written:  # in the types' order: backends before the pools naming them
+            for name in changes_by_type[config_type]:
+                _write(config_type, name, state[config_type].get(name))
+        revisions = _record_revisions(
+            [
+                (config_type, changes_by_type[config_type], current[config_type], state[config_type])
+                for config_type in written
+            ],
+            actor=actor,
+            description=description,
+            tags=tags,
+            action=action,
+        )
+        if ConfigType.BACKEND in proposed:
+            _credentials_confirm(actor.principal, list(proposed[ConfigType.BACKEND]), state[ConfigType.BACKEND])
         for backend in Backend.objects.filter(name__in=touched_backends):
             membership_recompute(backend=backend)
         if selectors.hidden_nodes_moved(hidden_before):
@@ -326,15 +322,16 @@ def sees_for(principal) -> Sees:
     return lambda config_type, name: visible_object(principal, config_type, name)
 
 
-def _validate_change(current: dict, state: dict, sees: Sees) -> None:
-    """The whole-state rules, holding the change responsible only for the problems it brings.
+def _validate_change(current: Mapping, state: Mapping, sees: Sees, *, changed: set[ConfigType]) -> None:
+    """The whole-state rules that read the ``changed`` types, holding the change responsible only for the
+    problems it brings.
 
     A problem already present before (data from an older version, say) does not block unrelated changes.
     """
 
-    def problems_of(candidate: dict) -> list[Problem]:
+    def problems_of(candidate: Mapping) -> list[Problem]:
         try:
-            validate_state(candidate, sees)
+            validate_state(candidate, sees, changed)
         except ConfigError as exc:
             return exc.problems
         return []
@@ -424,17 +421,25 @@ def _write(config_type: ConfigType, name: str, body: Any) -> None:
     if body is None:
         model.objects.filter(name=name).delete()
     elif config_type == ConfigType.POD_TEMPLATE:
-        PodTemplate.objects.update_or_create(name=name, defaults={"spec": body})
+        _update_or_create(PodTemplate, name, {"spec": body})
     elif config_type == ConfigType.RESOURCE_VALIDATION:
-        ResourceValidation.objects.update_or_create(name=name, defaults={"rules": body})
+        _update_or_create(ResourceValidation, name, {"rules": body})
     elif config_type == ConfigType.POOL:
         _write_pool(name, body)
     elif config_type == ConfigType.PROJECT:
-        Project.objects.update_or_create(
-            name=name, defaults={**body, "department": Department.objects.get(name=body["department"])}
-        )
+        fields = {key: value for key, value in body.items() if key != "department"}
+        department = Department.objects.filter(name=body["department"])
+        if not Project.objects.filter(name=name).update(**fields, department_id=Subquery(department.values("id"))):
+            Project.objects.create(name=name, **fields, department=department.get())
     else:
-        model.objects.update_or_create(name=name, defaults=body)
+        _update_or_create(model, name, body)
+
+
+def _update_or_create(model, name: str, fields: dict) -> None:
+    """One UPDATE of the row named ``name`` (an INSERT when there is none): the config write lock is held, so
+    nobody else writes it meanwhile, and the caller's transaction makes the whole change all-or-nothing."""
+    if not model.objects.filter(name=name).update(**fields):
+        model.objects.create(name=name, **fields)
 
 
 def _write_pool(name: str, body: dict) -> None:
@@ -453,32 +458,48 @@ def _write_pool(name: str, body: dict) -> None:
             platform.save()
 
 
-def _record_revision(*, config_type, changed, before, after, actor, description, tags, action) -> ConfigRevision:
-    if action is None:
-        if len(changed) == 1:
-            name = changed[0]
-            action = (
-                RevisionAction.CREATE
-                if name not in before
-                else RevisionAction.DELETE
-                if name not in after
-                else RevisionAction.UPDATE
-            )
-        else:
-            action = RevisionAction.UPDATE
-    latest = ConfigRevision.objects.filter(config_type=config_type).aggregate(n=Max("revision"))["n"] or 0
-    return ConfigRevision.objects.create(
-        config_type=config_type,
-        revision=latest + 1,
-        name=changed[0] if len(changed) == 1 else "",
-        action=action,
-        username=actor.username,
-        origin=actor.origin,
-        description=description or selectors.describe_change(action, config_type, changed),
-        tags=sorted(set(tags)),
-        changed=changed,
-        snapshot=after,
+def _record_revisions(changes: list[tuple], *, actor, description, tags, action) -> list[ConfigRevision]:
+    """One revision per changed type, ``changes`` giving each type's changed names and its objects before and
+    after; numbered after each type's latest (one query for all) and written at once."""
+    if not changes:
+        return []
+    types = [config_type for config_type, *_ in changes]
+    latest = dict(
+        ConfigRevision.objects.filter(config_type__in=types)
+        .values("config_type")
+        .annotate(n=Max("revision"))
+        .values_list("config_type", "n")
     )
+    revisions = []
+    for config_type, changed, before, after in changes:
+        kind = action
+        if kind is None:
+            if len(changed) == 1:
+                name = changed[0]
+                kind = (
+                    RevisionAction.CREATE
+                    if name not in before
+                    else RevisionAction.DELETE
+                    if name not in after
+                    else RevisionAction.UPDATE
+                )
+            else:
+                kind = RevisionAction.UPDATE
+        revisions.append(
+            ConfigRevision(
+                config_type=config_type,
+                revision=(latest.get(config_type) or 0) + 1,
+                name=changed[0] if len(changed) == 1 else "",
+                action=kind,
+                username=actor.username,
+                origin=actor.origin,
+                description=description or selectors.describe_change(kind, config_type, changed),
+                tags=sorted(set(tags)),
+                changed=changed,
+                snapshot=dict(after),
+            )
+        )
+    return ConfigRevision.objects.bulk_create(revisions)
 
 
 def _resolve_paths(changes: dict, base_dir: str | None) -> dict:

@@ -35,18 +35,21 @@ class Overview(ListPage):
     offers = {"can_create": (CHANGE_CONFIG, ConfigType.POOL)}
 
     def rows(self):
-        return selectors.pool_list(user=self.request.user, filters=self.request.GET, with_summary=True)
+        # The panel of idle GPUs is not part of the live table, nor of an export.
+        idle = not self.request.htmx and self.request.GET.get("format") is None
+        self.overview = selectors.pool_overview(user=self.request.user, filters=self.request.GET, idle=idle)
+        return self.overview["rows"]
 
     def context(self, rows):
         context = {
-            "totals": selectors.pool_totals(rows),
+            "totals": self.overview["totals"],
+            "backends": self.overview["backends"],
             "statuses": PoolStatus.values,
             "poll_seconds": OVERVIEW_POLL_SECONDS,
             "updated_at": timezone.now(),
-            **selectors.pool_filter_choices(user=self.request.user),
         }
-        if not self.request.htmx:  # the panel of idle GPUs is not part of the live table
-            idle = selectors.idle_workloads(user=self.request.user)
+        if "idle_rows" in self.overview:
+            idle = self.overview["idle_rows"]
             context.update(idle_rows=idle[:OVERVIEW_IDLE_ROWS], idle_count=len(idle))
         return context
 

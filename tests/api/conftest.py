@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from kube_objects import node, pod
 from people import person
-from rest_framework.test import APIClient
 
 from pools import services
 from pools.choices import ConfigType
@@ -13,19 +12,6 @@ from pools.choices import ConfigType
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "schemathesis: property-based run over the whole OpenAPI schema")
-
-
-@pytest.fixture
-def client_for():
-    """An API client signed in as ``user`` (or anonymous for None)."""
-
-    def make(user=None) -> APIClient:
-        client = APIClient()
-        if user is not None:
-            client.force_authenticate(user)
-        return client
-
-    return make
 
 
 @pytest.fixture

@@ -346,6 +346,17 @@ def test_patch_quotas_changes_many_units_figures_in_one_request_and_keeps_the_re
     assert ConfigRevision.objects.latest("created_at").description == "plan q3"
 
 
+def test_a_bulk_quota_change_makes_a_fixed_number_of_queries(rnd, admin_api, django_assert_max_num_queries):
+    """The session, the roles, the units and pools it checks, one UPDATE per unit, the revisions at once, and the
+    warnings after: 20 at most (16 today on SQLite, and PostgreSQL's lock), whatever else the configuration holds."""
+    change = {"quotas": [{"unit": "rnd", "nodePool": "a100", "gpu": {"deserved": 9}}]}
+    change["quotas"].append({"unit": "vision", "nodePool": "a100", "gpu": {"limit": 8}})
+    with django_assert_max_num_queries(20):
+        response = admin_api.patch("/api/quotas/", change, format="json")
+    assert response.status_code == 200, response.content
+    assert [r["config_type"] for r in response.json()["revisions"]] == ["DEPARTMENT", "PROJECT"]
+
+
 @pytest.mark.parametrize(
     ("item", "status", "field"),
     [

@@ -13,7 +13,7 @@ import shlex
 
 import pytest
 from kubernetes.client.exceptions import ApiException
-from people import person, role
+from people import person, role, signed_in
 from rest_framework.test import APIClient
 
 from pools import services
@@ -186,12 +186,6 @@ def quotas(db, kube, kube_backend, poolctl, tmp_path):
     # The nodes carry their pool labels now (written by `create -f`); the console reads the cluster again.
     services.backend_sync(backend=backend)
     return backend
-
-
-def signed_in(user) -> APIClient:
-    client = APIClient()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

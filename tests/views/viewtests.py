@@ -43,10 +43,13 @@ MORE_POOLS = [f"team-extra-{index}" for index in range(8)]
 
 def without_roles(door: Door) -> int:
     """What a signed-in caller holding no role gets, as the catalogue says: the object they may not see does
-    not exist (404), a change they may not make is refused (403), a list is empty."""
+    not exist (404), a change they may not make is refused (403), a list is empty. Pod templates and validations
+    are seen type by type: their door's object is the type (``POD_TEMPLATE``), hidden whole from a caller without
+    roles."""
     if door.signed_in:
         return 200
-    if door.object and (door.object in door.path or door.method == "POST"):  # in the URL, or the form's name
+    seen_by_type = door.object.isupper()
+    if door.object and (seen_by_type or door.object in door.path or door.method == "POST"):  # URL, type, form
         return 404
     if door.acts:
         return 403
