@@ -46,7 +46,8 @@ def test_every_page_of_the_catalogue_has_generated_tests():
 class TestOverview(PageTestCases.Page):
     door = "GET /"
     shows = ('data-pool="team-a"',)
-    max_queries = 8  # 8 today, the session's two included: the pools, the roles, the node groups, the pods' sums, the idle GPUs (two)
+    # 8 today, the session's two included: the pools, the roles, the node groups, the pods' sums, the idle GPUs (two)
+    max_queries = 8
 
 
 class TestOverviewTable(PageTestCases.Page):
