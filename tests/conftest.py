@@ -16,9 +16,14 @@ from pools.models import Backend
 # (the production defaults the tests run with) redirect to HTTPS and mark cookies Secure. Sign-in throttling
 # (django-axes) is on only in the tests that ask for it (fixture ``login_throttling``): it refuses
 # ``Client.login()``, which authenticates without a request, and would make one test's wrong passwords
-# another's lockout.
+# another's lockout. Passwords are hashed with a fast hasher: the deployed one takes a deliberate half second a
+# password, and the tests set and check hundreds (what hashing protects is Django's, tested there).
 TEST_SETTINGS = override_settings(
-    SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False, CSRF_COOKIE_SECURE=False, AXES_ENABLED=False
+    SECURE_SSL_REDIRECT=False,
+    SESSION_COOKIE_SECURE=False,
+    CSRF_COOKIE_SECURE=False,
+    AXES_ENABLED=False,
+    PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
 )
 
 

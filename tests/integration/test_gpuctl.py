@@ -112,12 +112,9 @@ def kubectl(kube, *args: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
-def kubectl_apply(kube, *objects: dict) -> None:
-    kubectl(kube, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}))
-
-
 def add_node(kube, name: str, gpu: int, ip: str) -> None:
-    kubectl_apply(kube, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {}}})
+    """A node as a kubelet registers it (through the API: the setup is not what these tests are about)."""
+    kube.api.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {}}})
     resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpu)}
     status = {
         "capacity": resources,
@@ -125,8 +122,7 @@ def add_node(kube, name: str, gpu: int, ip: str) -> None:
         "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
     }
-    # kubectl 1.32's --subresource=status works against the 1.20 API server (the endpoint is the same).
-    kubectl(kube, "patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
+    kube.api.patch_node_status(name, {"status": status})
 
 
 def add_pod(kube, name: str, node: str | None, gpu: int, phase: str = "Running", user: str = "alice") -> None:
@@ -137,10 +133,9 @@ def add_pod(kube, name: str, node: str | None, gpu: int, phase: str = "Running",
     if node:
         spec["nodeName"] = node
     metadata = {"name": name, "namespace": "default", "labels": {"osmo.user": user}}
-    kubectl_apply(kube, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+    kube.api.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
     if phase != "Pending":
-        status = json.dumps({"status": {"phase": phase}})
-        kubectl(kube, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", status)
+        kube.api.patch_namespaced_pod_status(name, "default", {"status": {"phase": phase}})
 
 
 def node_labels_shown(kube) -> dict[str, tuple[str, str]]:
