@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 from browser import TIMEOUT_MS, VIEWPORT, chromium
+from django.apps import apps
+from django.core import serializers
+from django.db import transaction
 from django.test import override_settings
 from people import api_client, run_poolctl
+from pytest_django.plugin import blocking_manager_key
 
 from pools import services
 from pools.choices import ConfigType
@@ -33,6 +37,45 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     TEST_SETTINGS.disable()
+
+
+# The rows the migrations write (built-in roles, templates, validations, their revisions), as each test database
+# holds them when created. A transactional test empties every table when it ends; its next neighbour in the
+# process (any test, in any order pytest-xdist gives) must still find them, so they are put back at once, in
+# place of what the post-migrate signals of the emptying wrote again. Content types and permissions are left to
+# those signals.
+MIGRATED: dict[str, object] = {}
+NOT_MIGRATED = {"contenttypes.ContentType", "auth.Permission"}
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        models = [
+            model
+            for model in apps.get_models()
+            if model._meta.label not in NOT_MIGRATED and model._default_manager.exists()
+        ]
+        MIGRATED["models"] = models
+        MIGRATED["rows"] = serializers.serialize(
+            "json", (row for model in models for row in model._default_manager.order_by("pk"))
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    result = yield
+    marker = item.get_closest_marker("django_db")
+    flushed = {"transactional_db", "live_server"} & set(item.fixturenames) or (
+        marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    )
+    if flushed and MIGRATED and nextitem is not None:  # after the last test the database is gone
+        with item.config.stash[blocking_manager_key].unblock(), transaction.atomic():
+            for model in reversed(MIGRATED["models"]):
+                model._base_manager.all().delete()
+            for row in serializers.deserialize("json", MIGRATED["rows"]):
+                row.save()
+    return result
 
 
 @pytest.fixture
@@ -82,9 +125,7 @@ def client_for():
 
 @pytest.fixture
 def demo(db):
-    """The demo configuration of `make run`, with its file backends synced. The built-ins come first: a transactional
-    test run before this one in the same process empties every table, those of the migrations included."""
-    services.builtins_restore(actor=services.SYSTEM)
+    """The demo configuration of `make run`, with its file backends synced."""
     assert services.demo_install()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from django.db import connection
 from kube_objects import node
 from people import person
 from rest_framework.test import APIClient
@@ -31,11 +32,17 @@ class HeldSource(FileSource):
 
 
 def test_while_one_sync_runs_every_other_door_is_told_and_nothing_runs_twice(cluster, actor, poolctl):
-    services.builtins_restore(actor=actor)  # an earlier transactional test emptied the tables
     backend = cluster([node("n1")])
     held = HeldSource(backend.source)
     outcome = {}
-    running = threading.Thread(target=lambda: outcome.update(services.backend_sync(backend=backend, source=held)))
+
+    def sync_in_a_thread():
+        try:
+            outcome.update(services.backend_sync(backend=backend, source=held))
+        finally:
+            connection.close()  # the thread's own connection, which would keep the test database open
+
+    running = threading.Thread(target=sync_in_a_thread)
     running.start()
     try:
         assert held.listing.wait(30)

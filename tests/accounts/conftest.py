@@ -28,7 +28,6 @@ def team_pools(cluster, actor):
 
     ``osmo-admin`` is granted to the Keycloak group ``/gpu-admins``.
     """
-    services.builtins_restore(actor=actor)  # a transactional test before this one may have emptied the tables
     cluster([node("n1", labels={"team": "a"}), node("n2", labels={"team": "b"})])
     services.config_apply(
         changes={

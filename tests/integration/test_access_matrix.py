@@ -49,7 +49,6 @@ class Caller:
 @pytest.fixture
 def estate(live_server, cluster, actor):
     """Pools alpha-pool and zebra-pool on one cluster, and the people of the matrix with their sessions."""
-    services.builtins_restore(actor=actor)  # an earlier transactional test emptied the tables
     cluster(
         [
             node("n-alpha", labels={"team": "alpha"}),

@@ -31,7 +31,6 @@ def server(live_server, cluster, actor):
     """A live server on PostgreSQL with a cluster, a template and a pool, and an administrator's token."""
     if connection.vendor != "postgresql":
         pytest.skip("races need PostgreSQL (SQLite serialises every write); CI's PostgreSQL pass runs these")
-    services.builtins_restore(actor=actor)  # an earlier transactional test emptied the tables
     cluster([node("n1", labels={"team": "a"})])
     services.config_apply(
         changes={

@@ -19,11 +19,7 @@ KEY = "runwhere.ai/pool"
 
 @pytest.fixture
 def cluster(transactional_db, kube, kube_backend):
-    """Three nodes in the real cluster, a pod on one, and a writable backend whose default pool is `default`.
-
-    The built-in roles first: an earlier transactional test may have flushed them, and a superuser's rights are
-    those of ``osmo-admin``."""
-    services.builtins_restore(actor=services.SYSTEM)
+    """Three nodes in the real cluster, a pod on one, and a writable backend whose default pool is `default`."""
     for name in ("gpu-a1", "gpu-a2", "gpu-b1"):
         kube.add_node(name, gpu=8)
     kube.add_pod("train-1", node="gpu-a1", gpu=2)

@@ -19,7 +19,6 @@ VIEWPORT = {"width": 1440, "height": 760}
 @pytest.fixture
 def fleet(transactional_db, inventory_dir):
     """The demo, and a backend ``lab`` whose nodes are divided by ``gpu-type`` labels, with default pool ``default``."""
-    services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
     nodes = [
         node(f"a100-{i}", gpu=8, labels={"gpu-type": "A100", "nvidia.com/gpu.memory": "81920"}) for i in range(4)

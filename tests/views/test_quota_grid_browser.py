@@ -16,7 +16,6 @@ from pools.models import ConfigRevision
 
 @pytest.fixture
 def demo_quotas(transactional_db):
-    services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
     services.usage_sample_record()
 

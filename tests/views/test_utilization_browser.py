@@ -29,7 +29,6 @@ CHART_STATE = """box => ({
 @pytest.fixture
 def fresh_demo(transactional_db):
     """The demo as a first ``make run`` has it a minute later: a usage sample and two utilization rounds."""
-    services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
     services.usage_sample_record()
     services.utilization_record_all()
@@ -108,7 +107,6 @@ def test_the_pool_charts_span_the_chosen_window_on_a_fresh_demo(fresh_demo, live
 
 
 def test_the_pool_charts_show_the_backfilled_history(transactional_db, live_server, page):
-    services.builtins_restore(actor=services.SYSTEM)
     assert services.demo_install()
     if not hasattr(services, "demo_history_backfill"):
         pytest.skip("the demo has no history backfill yet")

@@ -74,8 +74,7 @@ NEWCOMER_PAGES = ["/", "/nodes/", "/pools/new/", "/accounts/profile/"]
 
 @pytest.fixture
 def live_demo(transactional_db):
-    """The demo on a database that other transactional tests may have flushed (built-ins included)."""
-    services.builtins_restore(actor=services.SYSTEM)
+    """The demo, served by a live server."""
     assert services.demo_install()
 
 
