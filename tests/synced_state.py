@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pools.models import Node, NodeGroupSums, NodeMembership, Pod, PoolPodUsage
 from pools.services import inventory as inventory_service
+from pools.services.node_usage import NODE_USAGE_COLUMNS
 
 NODE_COLUMNS = (
     *inventory_service.NODE_FIELDS,
-    *inventory_service.NODE_USAGE_COLUMNS,
+    *NODE_USAGE_COLUMNS,
     "available",
     "unavailable_reason",
     "placements",

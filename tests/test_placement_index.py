@@ -4,7 +4,7 @@ matching each node against every spec finds (SEMANTICS §5)."""
 import random
 
 from pools.engine.membership import node_matches_pod_spec
-from pools.services.inventory import _SpecIndex
+from pools.services.membership import _SpecIndex
 
 PRODUCTS = ("H100", "A100", "L40S")
 SPECS = [

@@ -1,11 +1,17 @@
 """Every write to the pool domain, by concern; callers import from here (``from pools import services``).
 
 - ``config``: config changes, history, rollback, tags, built-ins, generated pool roles
-- ``inventory``: membership, full sync, watch events, leases
+- ``inventory``: a backend's full sync and its watch events, through one write path
+- ``membership``: where each node belongs (pool, platform) and the sums of its node groups
+- ``node_usage``: what pods add to their nodes and pool labels, recomputed or moved by deltas
+- ``leases``: one sync, watch or utilization round at a time across every worker
 - ``watching``: bounded watches of the live backends, as the Celery task ``watch_backend`` runs them
 - ``labels``: gpuctl's label pools and node labels, written to the cluster (all or nothing)
 - ``usage``: usage samples and their compaction
 - ``utilization``: GPU utilization rounds (Prometheus or the simulated exporter), idle GPUs, GPU-hours
+- ``quotas``: departments', projects' and their quotas' writes
+- ``access``: pool permissions kept in step with the pools
+- ``bulk``: many rows at once (COPY, array upserts), the write primitive of the sync
 - ``demo``: the demo of ``make run``
 """
 
@@ -35,15 +41,12 @@ from .inventory import (
     backend_sync_now,
     backend_to_sync,
     backend_watch,
-    lease_acquire,
-    lease_owner,
-    lease_release,
-    membership_recompute,
-    node_groups_refresh,
-    usage_refresh,
     watch_events_apply,
 )
 from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, writable_backend
+from .leases import lease_acquire, lease_owner, lease_release
+from .membership import membership_recompute, node_groups_refresh
+from .node_usage import usage_refresh
 from .quotas import department_create, project_create, quota_bulk_preview, quota_bulk_set, quota_set
 from .usage import usage_history_compact, usage_sample_record
 from .utilization import (

@@ -16,6 +16,15 @@ import msgspec
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+# Rows per statement where a list of keys or rows is cut into pieces (``chunks``).
+CHUNK = 2000
+
+
+def chunks(items: list, size: int = CHUNK):
+    """``items`` in consecutive pieces of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
 
 def upsert_rows(model: type[models.Model], rows: list[dict], *, unique_fields: list[str], update_fields: list[str]):
     """Insert ``rows`` (field name -> value, foreign keys as ``<name>_id``) or update those that exist."""

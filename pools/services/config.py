@@ -47,7 +47,7 @@ from pools.querysets import hidden_quota_pools, visible_object
 
 from .access import pool_permissions_sync
 from .actors import Actor
-from .inventory import membership_recompute
+from .membership import membership_recompute
 
 HIDDEN_NODES_MOVED = (
     "the change would select or move nodes that are not yours to move (nodes of pools you may not see); "

@@ -1,35 +1,30 @@
-"""Inventory writes: membership, full sync, watch events, leases and node labels.
+"""Inventory writes: a backend's full sync and its watch events, through one write path.
 
 A full sync and a watch apply their changes through the same upsert path; both compare an object's
 version (``resourceVersion`` from a live API, a digest otherwise) with the stored one and write only
 what changed, in one transaction. Membership is recomputed only for the nodes that changed, since
 pods never change membership. A resync of a Kubernetes backend lists only names and versions and reads
 just the objects that changed (``_read``), then writes through the same path as a full sync.
+
+Where the written nodes belong is ``membership``'s; what their pods add to them, ``node_usage``'s. The sync and
+the watch share their version comparison and writes (``_KindWrites``), which is why they stay one module.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import timedelta
-from decimal import Decimal
 
-from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
-from django.db.models import Count, Q, Sum
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from accounts.access import require
-from pools import selectors
 from pools.choices import BackendKind
 from pools.engine.errors import NotFound
-from pools.engine.membership import node_availability, node_matches_pod_spec
 from pools.engine.permissions import OPERATE_BACKEND
 from pools.inventory.records import (
     Inventory,
@@ -41,10 +36,13 @@ from pools.inventory.records import (
     pod_record,
 )
 from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for
-from pools.models import Backend, Lease, Node, NodeGroupSums, NodeMembership, Pod, PoolPodUsage, placements_text
+from pools.models import Backend, Node, NodeMembership, Pod
 
 from .actors import Actor
-from .bulk import RowStream, rows_table, upsert_rows
+from .bulk import RowStream, chunks, rows_table, upsert_rows
+from .leases import lease_acquire, lease_owner, lease_release
+from .membership import inventory_write_lock, membership_recompute, node_groups_refresh, node_pool_names
+from .node_usage import pod_contributions, usage_apply_deltas, usage_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -81,260 +79,9 @@ POD_FIELDS = (
     "resource_version",
     "created",
 )
-CHUNK = 2000
 PING_SECONDS = 20
 # Longer than any sync takes (15 s at 5,000 nodes); a crashed holder's lease frees itself after this.
 SYNC_LEASE_SECONDS = 600
-
-
-# --- node groups -----------------------------------------------------------------------------------------
-
-# The first key of the PostgreSQL advisory lock ``inventory_write_lock`` takes; the second is the backend's id.
-INVENTORY_LOCK_SPACE = 744_690_138
-# ``NodeGroupSums``' columns and how a group's nodes make each one (``node_groups_refresh``).
-GROUP_KEY = ("placements", "available", "unschedulable", "gpu_product")
-GROUP_SUMS = {
-    "nodes": "COUNT(*)",
-    "gpu": "SUM(gpu)",
-    "free": "SUM(CASE WHEN gpu > gpu_used THEN gpu - gpu_used ELSE 0 END)",
-    "gpu_used": "SUM(gpu_used)",
-    "gpu_memory": "SUM(gpu_memory)",
-    "cpu": "SUM(cpu)",
-    "cpu_used": "SUM(cpu_used)",
-    "memory": "SUM(memory)",
-    "memory_used": "SUM(memory_used)",
-    "pods": "SUM(pods)",
-}
-
-
-def inventory_write_lock(backend: Backend) -> None:
-    """Serialise the writes of this backend's nodes for the rest of the transaction.
-
-    Every transaction that writes a backend's nodes takes it first (a sync, a watch batch, a config change's
-    membership recompute): a watch batch's usage deltas are added to ``NodeGroupSums`` from the nodes as they
-    were, which must not change under it, and two recomputes of the same groups must not interleave.
-    PostgreSQL: a transaction-scoped advisory lock. SQLite writes one transaction at a time anyway.
-
-    A transaction that takes both this and the config write lock (``config.config_write_lock``) takes the config
-    one first, as a config change does before it recomputes memberships: the other order could deadlock with it.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [INVENTORY_LOCK_SPACE, backend.pk])
-
-
-def node_groups_refresh(*, backend: Backend) -> None:
-    """Recompute the backend's ``NodeGroupSums`` from its nodes: one DELETE and one INSERT ... SELECT.
-
-    Called in the transaction that moved nodes between groups or set their usage whole, after those writes: at
-    the end of a sync, after a watch batch's node events, after a config change's membership recompute. It costs
-    a few milliseconds per 5,000 nodes.
-    """
-    inventory_write_lock(backend)
-    groups, nodes = NodeGroupSums._meta.db_table, Node._meta.db_table
-    key = ", ".join(GROUP_KEY)
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {groups} WHERE backend_id = %s", [backend.pk])
-        cursor.execute(
-            f"INSERT INTO {groups} (backend_id, {key}, {', '.join(GROUP_SUMS)}) "
-            f"SELECT backend_id, {key}, {', '.join(GROUP_SUMS.values())} FROM {nodes} "
-            f"WHERE backend_id = %s AND placements <> '' GROUP BY backend_id, {key}",
-            [backend.pk],
-        )
-
-
-# --- membership ----------------------------------------------------------------------------------------
-
-
-def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None = None) -> None:
-    """Recompute availability and node↔(pool, platform) membership (SEMANTICS.md §5) of a backend's nodes.
-
-    With ``node_names`` only those nodes are looked at (a sync or a watch event changed them); without,
-    every node (a config change), and then the backend's node groups too (``node_groups_refresh``); a sync
-    and a watch refresh them once they have written everything. Writes only the rows that changed.
-    """
-    inventory_write_lock(backend)
-    nodes = Node.objects.filter(backend=backend).only(
-        "id", "name", "labels", "taints", "conditions", "unschedulable", "available", "unavailable_reason", "placements"
-    )
-    if node_names is not None:
-        names = list(set(node_names))
-        if not names:
-            return
-        nodes = [node for chunk in _chunks(names) for node in nodes.filter(name__in=chunk)]
-    else:
-        nodes = list(nodes)
-    rules = backend.node_conditions or None
-    placer = Placer(backend)
-    wanted = {
-        (node.id, pool.id, platform_name)
-        for node in nodes
-        for pool, platform_name in placer.place(labels=node.labels, taints=node.taints, node_name=node.name)
-    }
-    placements = defaultdict(list)
-    for node_id, pool_id, platform_name in wanted:
-        placements[node_id].append((pool_id, platform_name))
-    changed_nodes = []
-    for node in nodes:
-        state = node_availability(conditions=node.conditions, unschedulable=node.unschedulable, rules=rules)
-        text = placements_text(placements[node.id])
-        if state != (node.available, node.unavailable_reason) or text != node.placements:
-            node.available, node.unavailable_reason = state
-            node.placements = text
-            changed_nodes.append(node)
-    _nodes_placed(backend, changed_nodes)
-
-    existing_rows = NodeMembership.objects.filter(node__backend=backend)
-    if node_names is not None:
-        node_ids = [node.id for node in nodes]
-        existing_rows = [
-            row
-            for chunk in _chunks(node_ids)
-            for row in existing_rows.filter(node_id__in=chunk).values_list("pk", "node_id", "pool_id", "platform_name")
-        ]
-    else:
-        existing_rows = existing_rows.values_list("pk", "node_id", "pool_id", "platform_name")
-    existing = {(node_id, pool_id, platform): pk for pk, node_id, pool_id, platform in existing_rows}
-    stale = [pk for key, pk in existing.items() if key not in wanted]
-    for chunk in _chunks(stale):
-        NodeMembership.objects.filter(pk__in=chunk).delete()
-    NodeMembership.objects.bulk_create(
-        [NodeMembership(node_id=n, pool_id=p, platform_name=name) for n, p, name in wanted - existing.keys()],
-        batch_size=1000,
-    )
-    if node_names is None:  # memberships of pools that moved to another backend
-        NodeMembership.objects.filter(node__backend=backend).exclude(pool__backend=backend).delete()
-        node_groups_refresh(backend=backend)
-
-
-def _nodes_placed(backend: Backend, nodes: list[Node]) -> None:
-    """Write the availability and placements of ``nodes``: one UPDATE joined to a table of them per chunk.
-
-    Django's ``bulk_update`` builds a CASE of every row for each column: on a first sync's 5,000 nodes
-    it cost seconds of Python.
-    """
-    table = Node._meta.db_table
-    columns = {"name": "text", "available": "boolean", "unavailable_reason": "text", "placements": "text"}
-    with connection.cursor() as cursor:
-        for chunk in _chunks(nodes, 1000):
-            placed, params = rows_table(
-                "placed", columns, [(n.name, n.available, n.unavailable_reason, n.placements) for n in chunk]
-            )
-            cursor.execute(
-                f"{placed} UPDATE {table} SET available = placed.available, "
-                f"unavailable_reason = placed.unavailable_reason, placements = placed.placements "
-                f"FROM placed WHERE {table}.backend_id = %s AND {table}.name = placed.name",
-                [*params, backend.pk],
-            )
-
-
-class Placer:
-    """Where a node of a backend belongs (SEMANTICS §5, §8): each (pool, platform) whose merged template
-    selects it; a node no pool selects goes to the backend's default pool, if it names one.
-
-    The default pool's own platforms still divide its nodes by their templates; a leftover node none of them
-    selects is placed in its default platform (else its first).
-    """
-
-    def __init__(self, backend: Backend):
-        # Read now: a watcher holds its backend object for hours while the default pool may change.
-        default_pool = Backend.objects.filter(pk=backend.pk).values_list("default_pool", flat=True).first()
-        specs = list(selectors.platform_selection_specs(backend=backend))
-        self.specs = _SpecIndex([spec for spec in specs if not default_pool or spec[0].name != default_pool])
-        default_specs = [spec for spec in specs if default_pool and spec[0].name == default_pool]
-        self.default_specs = _SpecIndex(default_specs)
-        if default_specs:
-            self.default_pool = default_specs[0][0]
-            names = [platform_name for _, platform_name, _ in default_specs]
-            default = self.default_pool.default_platform
-            self.default_platform = default if default in names else names[0]
-
-    def place(self, *, labels: dict, taints: list, node_name: str) -> list[tuple]:
-        found = self.specs.selecting(labels=labels, taints=taints, node_name=node_name)
-        if found or not self.default_specs.specs:
-            return found
-        return self.default_specs.selecting(labels=labels, taints=taints, node_name=node_name) or [
-            (self.default_pool, self.default_platform)
-        ]
-
-
-class _SpecIndex:
-    """(pool, platform, spec) triples, indexed by one label each spec's ``nodeSelector`` requires.
-
-    A 5,000-node backend with 150 platforms asked ``node_matches_pod_spec`` 750,000 times per full
-    membership pass, though a node has the selected labels of only a few platforms. Looking up each of the
-    node's (label, value) pairs finds the specs it might match; only those are matched in full. Specs
-    without a selector, or with one that is not plain strings, are always matched in full.
-    """
-
-    def __init__(self, specs: list[tuple]):
-        self.specs = specs
-        self.by_label: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self.unindexed: list[int] = []
-        for index, (_, _, spec) in enumerate(specs):
-            selector = spec.get("nodeSelector") if isinstance(spec, dict) else None
-            first = next(iter(selector.items()), None) if isinstance(selector, dict) else None
-            if first is not None and type(first[0]) is str and type(first[1]) is str:
-                self.by_label[first].append(index)
-            else:
-                self.unindexed.append(index)
-
-    def selecting(self, *, labels: dict, taints: list, node_name: str) -> list[tuple]:
-        if all(type(value) is str for value in labels.values()):
-            candidates = list(self.unindexed)
-            for pair in labels.items():
-                candidates.extend(self.by_label.get(pair, ()))
-            candidates.sort()
-        else:  # a label value read as text may equal a selector's: no shortcut
-            candidates = range(len(self.specs))
-        return [
-            (self.specs[index][0], self.specs[index][1])
-            for index in candidates
-            if node_matches_pod_spec(labels=labels, taints=taints, pod_spec=self.specs[index][2], node_name=node_name)
-        ]
-
-
-def node_pool_names(backend: Backend, nodes: list[dict]) -> dict[str, list[str]]:
-    """For Kubernetes node objects not yet stored: the pools each would belong to (by name)."""
-    placer = Placer(backend)
-    result: dict[str, list[str]] = {}
-    for obj in nodes:
-        record = node_record(obj, [])
-        if record is None:
-            continue
-        placed = placer.place(labels=record.labels, taints=record.taints, node_name=record.name)
-        result[record.name] = sorted({pool.name for pool, _ in placed})
-    return result
-
-
-# --- leases ------------------------------------------------------------------------------------------------
-
-
-def lease_acquire(*, name: str, owner: str, seconds: float) -> bool:
-    """Take or renew the lease ``name`` for ``seconds``; False while someone else holds it."""
-    now = timezone.now()
-    until = now + timedelta(seconds=seconds)
-    if (
-        Lease.objects.filter(name=name)
-        .filter(Q(expires_at__lt=now) | Q(owner=owner))
-        .update(owner=owner, expires_at=until)
-    ):
-        return True
-    try:
-        with transaction.atomic():
-            Lease.objects.create(name=name, owner=owner, expires_at=until)
-        return True
-    except IntegrityError:
-        return False
-
-
-def lease_release(*, name: str, owner: str) -> None:
-    Lease.objects.filter(name=name, owner=owner).delete()
-
-
-def lease_owner() -> str:
-    """This thread's name as a lease holder: host, process and thread."""
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
 
 class SyncBusy(InventoryError):
@@ -342,11 +89,6 @@ class SyncBusy(InventoryError):
 
 
 # --- writing nodes and pods -------------------------------------------------------------------------------
-
-
-def _chunks(items: list, size: int = CHUNK):
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _upsert(model, backend: Backend, rows: list[dict], key_fields: tuple[str, ...], fields: tuple[str, ...]) -> None:
@@ -360,193 +102,15 @@ def _upsert(model, backend: Backend, rows: list[dict], key_fields: tuple[str, ..
 
 def _delete(model, backend: Backend, keys: list, key_fields: tuple[str, ...]) -> None:
     if len(key_fields) == 1:
-        for chunk in _chunks(keys):
+        for chunk in chunks(keys):
             model.objects.filter(backend=backend, **{f"{key_fields[0]}__in": chunk}).delete()
         return
     by_namespace: dict[str, list[str]] = {}
     for namespace, name in keys:
         by_namespace.setdefault(namespace, []).append(name)
     for namespace, names in by_namespace.items():
-        for chunk in _chunks(names):
+        for chunk in chunks(names):
             model.objects.filter(backend=backend, namespace=namespace, name__in=chunk).delete()
-
-
-# What a pod adds to its node's and pool label's usage, as ``_pod_contributions`` reads it.
-POD_CONTRIBUTION_COLUMNS = (
-    "namespace",
-    "name",
-    "resource_version",
-    "node_name",
-    "pool_name",
-    "preemptible",
-    "cpu",
-    "memory",
-    "storage",
-    "gpu",
-)
-
-
-def _pod_contributions(backend: Backend, keys: list) -> dict[tuple[str, str], dict]:
-    """The stored state of the given pods: version, node, pool label, priority and requests, by key.
-
-    The keys are joined as a table (``rows_table``) on the unique index's columns, in one query per chunk.
-    """
-    table = Pod._meta.db_table
-    selected = ", ".join(f"{table}.{column}" for column in POD_CONTRIBUTION_COLUMNS)
-    result = {}
-    with connection.cursor() as cursor:
-        for chunk in _chunks(list(set(keys))):
-            wanted, params = rows_table("wanted", {"namespace": "text", "name": "text"}, chunk)
-            cursor.execute(
-                f"{wanted} SELECT {selected} FROM {table} JOIN wanted ON {table}.namespace = wanted.namespace "
-                f"AND {table}.name = wanted.name WHERE {table}.backend_id = %s",
-                [*params, backend.pk],
-            )
-            for row in cursor.fetchall():
-                values = dict(zip(POD_CONTRIBUTION_COLUMNS, row, strict=True))
-                for column in ("cpu", "gpu"):  # SQLite hands decimals back as floats
-                    if not isinstance(values[column], Decimal):
-                        values[column] = Decimal(str(values[column]))
-                values["preemptible"] = bool(values["preemptible"])
-                result[(values["namespace"], values["name"])] = values
-    return result
-
-
-USAGE_FIELDS = {"cpu_used": "cpu", "memory_used": "memory", "storage_used": "storage", "gpu_used": "gpu"}
-# What a node keeps of the pods bound to it: their requests (``USAGE_FIELDS``) and how many there are.
-NODE_USAGE_COLUMNS = (*USAGE_FIELDS, "pods")
-# The usage columns a node group adds up (``NodeGroupSums``): a node's own, but its storage.
-NODE_GROUP_USAGE = tuple(column for column in NODE_USAGE_COLUMNS if column != "storage_used")
-NODE_DELTA_COLUMNS = {
-    "name": "text",
-    "cpu_used": "decimal",
-    "memory_used": "bigint",
-    "storage_used": "bigint",
-    "gpu_used": "decimal",
-    "pods": "integer",
-}
-
-
-def _group_deltas_update() -> str:
-    """The UPDATE that adds a table ``delta`` of node usage deltas (``NODE_DELTA_COLUMNS``) to ``NodeGroupSums``.
-
-    Run before the nodes themselves change: a group's free GPUs move by each node's ``max(0, gpu - used)`` after
-    the delta less the one before, which reads the node's usage before it. Parameters: the backend's id, twice.
-    """
-    groups, nodes = NodeGroupSums._meta.db_table, Node._meta.db_table
-    used = f"{nodes}.gpu_used + delta.gpu_used"
-    free_after = f"CASE WHEN {nodes}.gpu > {used} THEN {nodes}.gpu - ({used}) ELSE 0 END"
-    free_before = f"CASE WHEN {nodes}.gpu > {nodes}.gpu_used THEN {nodes}.gpu - {nodes}.gpu_used ELSE 0 END"
-    moved = [f"SUM(delta.{column}) AS {column}" for column in NODE_GROUP_USAGE]
-    key = ", ".join(f"{nodes}.{column}" for column in GROUP_KEY)
-    sets = ", ".join(f"{column} = {groups}.{column} + moved.{column}" for column in (*NODE_GROUP_USAGE, "free"))
-    return (
-        f"UPDATE {groups} SET {sets} FROM (SELECT {key}, {', '.join(moved)}, SUM({free_after} - {free_before}) AS free "
-        f"FROM {nodes} JOIN delta ON {nodes}.name = delta.name "
-        f"WHERE {nodes}.backend_id = %s AND {nodes}.placements <> '' GROUP BY {key}) AS moved "
-        f"WHERE {groups}.backend_id = %s AND "
-        + " AND ".join(f"{groups}.{column} = moved.{column}" for column in GROUP_KEY)
-    )
-
-
-def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iterable[dict]) -> None:
-    """Move stored usage by what pods stopped adding (``removed``) and started adding (``added``).
-
-    A watch batch changes a few hundred pods of a cluster with hundreds of thousands; adding their
-    difference costs three statements (the node groups, the nodes, the pool labels), where recomputing a pool
-    label's sum would read all its pods. A full sync recomputes everything now and then.
-    """
-    nodes: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
-    pools: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    for sign, rows in ((-1, removed), (1, added)):
-        for row in rows:
-            if row["node_name"]:
-                for field, source in USAGE_FIELDS.items():
-                    nodes[row["node_name"]][field] += sign * Decimal(row[source])
-                nodes[row["node_name"]]["pods"] += sign
-            if row["pool_name"]:
-                gpu = sign * Decimal(row["gpu"])
-                pools[row["pool_name"]][0] += gpu
-                if not row["preemptible"]:
-                    pools[row["pool_name"]][1] += gpu
-    node_rows = [
-        (name, d["cpu_used"], int(d["memory_used"]), int(d["storage_used"]), d["gpu_used"], int(d["pods"]))
-        for name, d in nodes.items()
-        if any(d.values())
-    ]
-    pool_rows = [(name, gpu, quota) for name, (gpu, quota) in pools.items() if gpu or quota]
-    with connection.cursor() as cursor:
-        table = Node._meta.db_table
-        for chunk in _chunks(node_rows, 1000):
-            delta, params = rows_table("delta", NODE_DELTA_COLUMNS, chunk)
-            # The groups first: their free GPUs are worked out from the nodes' usage before the delta.
-            cursor.execute(f"{delta} {_group_deltas_update()}", [*params, backend.pk, backend.pk])
-            sets = ", ".join(f"{column} = {table}.{column} + delta.{column}" for column in NODE_USAGE_COLUMNS)
-            cursor.execute(
-                f"{delta} UPDATE {table} SET {sets} FROM delta "
-                f"WHERE {table}.backend_id = %s AND {table}.name = delta.name",
-                [*params, backend.pk],
-            )
-        table = PoolPodUsage._meta.db_table
-        for chunk in _chunks(pool_rows, 1000):
-            delta, params = rows_table("delta", {"pool_name": "text", "gpu": "decimal", "gpu_quota": "decimal"}, chunk)
-            cursor.execute(
-                f"{delta} INSERT INTO {table} (backend_id, pool_name, gpu, gpu_quota) "
-                f"SELECT %s, pool_name, gpu, gpu_quota FROM delta WHERE true "
-                f"ON CONFLICT (backend_id, pool_name) DO UPDATE SET gpu = {table}.gpu + excluded.gpu, "
-                f"gpu_quota = {table}.gpu_quota + excluded.gpu_quota",
-                [*params, backend.pk],
-            )
-
-
-def usage_refresh(*, backend: Backend, node_names: set[str] | None = None, pool_names: set[str] | None = None) -> None:
-    """Recompute the stored usage of these nodes and pool labels (all of the backend's when None) from its pods.
-
-    Nodes keep the requests and the number of the pods bound to them; ``PoolPodUsage`` keeps each pool label's
-    GPUs. Reads then cost a few thousand rows instead of a scan of every pod.
-    """
-    pods = Pod.objects.filter(backend=backend).order_by()
-    nodes = Node.objects.filter(backend=backend).only("id", "name", *NODE_USAGE_COLUMNS)
-    if node_names is None or node_names:
-        selected_pods = pods.exclude(node_name="")
-        if node_names is not None:
-            names = [name for name in node_names if name]
-            nodes = [node for chunk in _chunks(names) for node in nodes.filter(name__in=chunk)]
-            selected_pods = selected_pods.filter(node_name__in=names)
-        sums = {
-            row["node_name"]: row
-            for row in selected_pods.values("node_name").annotate(
-                cpu_used=Sum("cpu"),
-                memory_used=Sum("memory"),
-                storage_used=Sum("storage"),
-                gpu_used=Sum("gpu"),
-                pods=Count("id"),
-            )
-        }
-        changed = []
-        for node in nodes:
-            row = sums.get(node.name, {})
-            values = {field: row.get(field) or 0 for field in NODE_USAGE_COLUMNS}
-            if any(getattr(node, field) != values[field] for field in NODE_USAGE_COLUMNS):
-                changed.append({"backend_id": backend.pk, "name": node.name, **values})
-        upsert_rows(Node, changed, unique_fields=["backend", "name"], update_fields=list(NODE_USAGE_COLUMNS))
-    if pool_names is None or pool_names:
-        labelled = pods.exclude(pool_name="")
-        stale = PoolPodUsage.objects.filter(backend=backend)
-        if pool_names is not None:
-            names = [name for name in pool_names if name]
-            labelled = labelled.filter(pool_name__in=names)
-            stale = stale.filter(pool_name__in=names)
-        rows = labelled.values("pool_name").annotate(total=Sum("gpu"), quota=Sum("gpu", filter=Q(preemptible=False)))
-        stale.delete()
-        PoolPodUsage.objects.bulk_create(
-            [
-                PoolPodUsage(
-                    backend=backend, pool_name=row["pool_name"], gpu=row["total"] or 0, gpu_quota=row["quota"] or 0
-                )
-                for row in rows
-            ]
-        )
 
 
 def _stored_versions(kind: _Kind, backend: Backend, keys: list | None = None) -> dict:
@@ -565,7 +129,7 @@ def _stored_versions(kind: _Kind, backend: Backend, keys: list | None = None) ->
         else:
             columns = dict.fromkeys(kind.key_fields, "text")
             joined = " AND ".join(f"{table}.{column} = wanted.{column}" for column in kind.key_fields)
-            for chunk in _chunks(sorted(set(keys))):
+            for chunk in chunks(sorted(set(keys))):
                 wanted, params = rows_table("wanted", columns, [key if kind.paired else (key,) for key in chunk])
                 cursor.execute(
                     f"{wanted} SELECT {selected} FROM {table} JOIN wanted ON {joined} WHERE {table}.backend_id = %s",
@@ -906,7 +470,7 @@ class _KindWrites:
         deltas = not self.overflow and len(self.changed) + len(gone) <= max(1000, listed // 5)
         if deltas:
             updated = [(row["namespace"], row["name"]) for row in self.changed]
-            before = _pod_contributions(backend, [key for key in updated if key in self.stored] + gone)
+            before = pod_contributions(backend, [key for key in updated if key in self.stored] + gone)
         _delete(Pod, backend, gone, kind.key_fields)
         self.rows.merge()
         if not deltas:
@@ -984,7 +548,7 @@ def watch_events_apply(
             if not mine:
                 continue
             if kind == "pods":
-                before = _pod_contributions(backend, list(mine))
+                before = pod_contributions(backend, list(mine))
                 stored = {key: row["resource_version"] for key, row in before.items()}
             else:
                 before, stored = {}, _node_versions(backend, list(mine))
@@ -1070,7 +634,7 @@ def _commit_without_flush() -> None:
 def _node_versions(backend: Backend, names: list[str]) -> dict[str, str]:
     """Stored versions of the named nodes, in one query per chunk of names."""
     result = {}
-    for chunk in _chunks(names):
+    for chunk in chunks(names):
         result.update(Node.objects.filter(backend=backend, name__in=chunk).values_list("name", "resource_version"))
     return result
 

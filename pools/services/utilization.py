@@ -41,7 +41,7 @@ from pools.inventory.records import paused_gc
 from pools.models import Backend, GpuConsumption, NodeMembership, QuietGpu, UsageSample, UtilizationSample
 from pools.telemetry.prometheus import IdleDevice, PrometheusError, idle_since
 
-from .inventory import lease_acquire, lease_owner, lease_release
+from .leases import lease_acquire, lease_owner, lease_release
 from .usage import MINUTE_RETENTION, history_compact  # utilization samples are kept as usage samples are
 
 logger = logging.getLogger(__name__)

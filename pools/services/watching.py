@@ -26,7 +26,8 @@ from django.db import DatabaseError, connection
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
-from .inventory import backend_watch, lease_acquire, lease_owner, lease_release
+from .inventory import backend_watch
+from .leases import lease_acquire, lease_owner, lease_release
 
 # backend_watch's own default: renewed every third of it while watching; a dead holder's lease frees itself after it.
 WATCH_LEASE_SECONDS = 60

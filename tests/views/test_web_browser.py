@@ -19,7 +19,7 @@ from accounts.access import SYSTEM
 from pools import selectors, services
 from pools.inventory.sources import SimulatedSource
 from pools.models import Backend, ConfigRevision
-from pools.services.inventory import node_pool_names
+from pools.services.membership import node_pool_names
 
 VIEWPORT = {"width": 1360, "height": 640}
 # Every page of the catalogue a browser opens, at URLs of the demo (a door may have several: kinds, states).
