@@ -1,8 +1,8 @@
 """gpuctl's pool workflow (SEMANTICS §8.1) against a real kube-apiserver, checked with the real kubectl.
 
-The cluster is shaped with ``kubectl apply`` and ``kubectl patch --subresource=status`` as a kubelet and a
+The cluster is shaped through the apiserver's API (nodes with their status, bound pods) as a kubelet and a
 scheduler would leave it; the console's verbs run as ``poolctl``; what they wrote is read back with
-``kubectl get nodes -L runwhere.ai/pool,runwhere.ai/gpu-type``.
+``kubectl get nodes -L runwhere.ai/pool,runwhere.ai/gpu-type``, and a relabel is made with ``kubectl label``.
 """
 
 from __future__ import annotations
