@@ -123,12 +123,17 @@ def _handlers(view) -> set[str]:
     return {method for method in ("get", "post", "put", "patch", "delete") if hasattr(view, method)}
 
 
+def _console_routes():
+    """``(route, view)`` of every door route: none of ``NOT_DOORS``, nor DRF's format variants and catch-all 404."""
+    for route, callback in _routes(get_resolver().url_patterns):
+        if not (route.startswith(NOT_DOORS) or "(?P<format>" in route or route == r"api/^[\s\S]*$"):
+            yield route, callback
+
+
 def http_doors() -> list[Entry]:
     """Every page, fragment, export and endpoint with the door it goes through, in the URLconf's order."""
     entries = []
-    for route, callback in _routes(get_resolver().url_patterns):
-        if route.startswith(NOT_DOORS) or "(?P<format>" in route or route == r"api/^[\s\S]*$":
-            continue
+    for route, callback in _console_routes():
         path = route_template(route)
         for method, variants in view_doors(callback).items():
             for parameters, key in variants:
@@ -141,13 +146,7 @@ def http_doors() -> list[Entry]:
 
 def undeclared_routes() -> list[str]:
     """Routes of the console whose view names no door (each is a defect: ``tests/test_catalogue.py``)."""
-    missing = []
-    for route, callback in _routes(get_resolver().url_patterns):
-        if route.startswith(NOT_DOORS) or "(?P<format>" in route or route == r"api/^[\s\S]*$":
-            continue
-        if not view_doors(callback):
-            missing.append(route_template(route))
-    return missing
+    return [route_template(route) for route, callback in _console_routes() if not view_doors(callback)]
 
 
 def markdown(entries: list[Entry]) -> str:

@@ -60,9 +60,15 @@ class ConfigObjectViewSet(ApiView, viewsets.GenericViewSet):
     ordering = ["name"]
     config_type: ConfigType
     serializer_class: type[serializers.ConfigObjectSerializer]
+    # The doors of the viewset's own actions beyond create, read, change and delete (``crud_doors``).
+    action_doors: dict[str, str] = {}
 
     # The selector of the objects a user may read, e.g. ``pools_visible``.
     selector: Callable[..., QuerySet]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.doors = {**crud_doors(cls.config_type), **cls.action_doors}
 
     def get_queryset(self):
         return type(self).selector(user=self.request.user)
@@ -170,7 +176,7 @@ class BackendViewSet(ConfigObjectViewSet):
     """Cluster backends; ``POST /api/backends/{name}/sync/`` reads a backend's inventory now."""
 
     config_type = ConfigType.BACKEND
-    doors = {**crud_doors(ConfigType.BACKEND), "sync": "backend.sync"}
+    action_doors = {"sync": "backend.sync"}
     queryset = Backend.objects.none()
     serializer_class = serializers.BackendSerializer
     filterset_class = filtersets.BackendFilterSet
@@ -195,7 +201,7 @@ class PoolViewSet(ConfigObjectViewSet):
     """Pools in OSMO's shape; ``render`` and ``check`` answer like ``poolctl pool render/check``."""
 
     config_type = ConfigType.POOL
-    doors = {**crud_doors(ConfigType.POOL), "render": "pool.render", "check": "pool.check"}
+    action_doors = {"render": "pool.render", "check": "pool.check"}
     queryset = Pool.objects.none()
     serializer_class = serializers.PoolSerializer
     filterset_class = filtersets.PoolFilterSet
@@ -249,7 +255,6 @@ class PodTemplateViewSet(ConfigObjectViewSet):
     """Pod templates by name; readable and writable per type (``config/POD_TEMPLATE``)."""
 
     config_type = ConfigType.POD_TEMPLATE
-    doors = crud_doors(ConfigType.POD_TEMPLATE)
     queryset = PodTemplate.objects.none()
     serializer_class = serializers.PodTemplateSerializer
     filterset_class = filtersets.PodTemplateFilterSet
@@ -261,7 +266,6 @@ class ResourceValidationViewSet(ConfigObjectViewSet):
     """Resource-validation sets by name; readable and writable per type (``config/RESOURCE_VALIDATION``)."""
 
     config_type = ConfigType.RESOURCE_VALIDATION
-    doors = crud_doors(ConfigType.RESOURCE_VALIDATION)
     queryset = ResourceValidationModel.objects.none()
     serializer_class = serializers.ResourceValidationSerializer
     filterset_class = filtersets.ResourceValidationFilterSet
@@ -273,7 +277,6 @@ class DepartmentViewSet(ConfigObjectViewSet):
     """Run:ai departments with their quotas per node pool (``resources``); SEMANTICS §9."""
 
     config_type = ConfigType.DEPARTMENT
-    doors = crud_doors(ConfigType.DEPARTMENT)
     queryset = Department.objects.none()
     serializer_class = serializers.DepartmentSerializer
     filterset_class = filtersets.DepartmentFilterSet
@@ -285,7 +288,6 @@ class ProjectViewSet(ConfigObjectViewSet):
     """Run:ai projects: department, namespaces and quotas per node pool; changed by managers of the department."""
 
     config_type = ConfigType.PROJECT
-    doors = crud_doors(ConfigType.PROJECT)
     queryset = Project.objects.none()
     serializer_class = serializers.ProjectSerializer
     filterset_class = filtersets.ProjectFilterSet
@@ -297,7 +299,7 @@ class RoleViewSet(ConfigObjectViewSet):
     """Roles; ``POST /api/roles/generate/`` makes an ``osmo-<prefix>`` pool role."""
 
     config_type = ConfigType.ROLE
-    doors = {**crud_doors(ConfigType.ROLE), "generate": "role.generate"}
+    action_doors = {"generate": "role.generate"}
     queryset = Role.objects.none()
     serializer_class = serializers.RoleSerializer
     filterset_class = filtersets.RoleFilterSet

@@ -17,6 +17,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.generators import SchemaGenerator
+from hostile_input import NESTED_RANGES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,6 @@ from pools.api.parsers import BoundedJSONParser
 from pools.choices import ConfigType
 from pools.models import Backend, ConfigRevision
 
-NESTED_RANGES = "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
 SCHEMA = SchemaGenerator().get_schema(request=None, public=True)
 # Objects of the ``two_pools`` cluster that the schema's path parameters name, per endpoint.
 PATH_VALUES = {

@@ -4,22 +4,12 @@ import json
 import time
 
 import pytest
+from hostile_input import ALIAS_BOMB
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pools.engine.documents import MAX_DEPTH, dump_yaml, load_json, load_yaml
 from pools.engine.errors import DocumentError
-
-# A "billion laughs" of under 256 bytes, as reported: seven levels of nine aliases, 4.8 million leaves.
-ALIAS_BOMB = """\
-a: &a [x,x,x,x,x,x,x,x,x]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-"""
 
 
 def nested_json(levels: int) -> str:

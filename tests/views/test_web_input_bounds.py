@@ -7,23 +7,12 @@ import time
 
 import pytest
 from django.conf import settings
+from hostile_input import ALIAS_BOMB, NESTED_RANGES, config_snapshot
 from kube_objects import node
 from people import person
 
-from pools import selectors, services
+from pools import services
 from pools.choices import ConfigType
-from pools.models import ConfigRevision
-
-ALIAS_BOMB = """\
-a: &a [x,x,x,x,x,x,x,x,x]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-"""
-NESTED_RANGES = "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
 
 
 @pytest.fixture
@@ -41,10 +30,6 @@ def admin(client, cluster, actor):
     return client
 
 
-def snapshot():
-    return selectors.config_state(), ConfigRevision.objects.count()
-
-
 def test_the_256_byte_alias_bomb_of_the_report_is_refused_by_the_template_preview(admin):
     assert len(ALIAS_BOMB) <= 256
     started = time.monotonic()
@@ -55,7 +40,7 @@ def test_the_256_byte_alias_bomb_of_the_report_is_refused_by_the_template_previe
 
 
 def test_the_alias_bomb_is_refused_by_the_editors_and_nothing_is_saved(admin):
-    before = snapshot()
+    before = config_snapshot()
     for url, data in [
         ("/config/templates/new/", {"name": "bomb", "body": ALIAS_BOMB}),
         ("/config/templates/a/edit/", {"body": ALIAS_BOMB}),
@@ -74,7 +59,7 @@ def test_the_alias_bomb_is_refused_by_the_editors_and_nothing_is_saved(admin):
         response = admin.post(url, data)
         assert response.status_code == 400
         assert "YAML aliases are not accepted" in response.content.decode()
-    assert snapshot() == before
+    assert config_snapshot() == before
 
 
 def test_nesting_deeper_than_64_levels_is_an_inline_error(admin):
@@ -109,14 +94,14 @@ def test_the_sync_status_poll_still_answers_a_real_time(admin):
 
 
 def test_a_body_over_the_upload_limit_is_a_clean_413_on_pages(admin):
-    before = snapshot()
+    before = config_snapshot()
     padding = "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     for url in ["/config/templates/new/", "/pools/preview/", "/config/templates/preview/", "/admin/login/"]:
         response = admin.post(url, {"name": "big", "body": padding})
         assert response.status_code == 413
         assert response["Content-Type"].startswith("text/plain")
         assert b"larger than" in response.content and b"Traceback" not in response.content
-    assert snapshot() == before
+    assert config_snapshot() == before
 
 
 def test_nul_characters_in_a_url_or_a_form_are_a_clean_400(admin, client):
@@ -139,11 +124,11 @@ def test_a_form_with_too_many_fields_is_a_clean_400(admin):
 
 @pytest.mark.parametrize("field, value", [("gpu_guarantee", "99999999999"), ("default_exec_timeout", "²")])
 def test_the_pool_editor_refuses_numbers_out_of_range_inline(admin, field, value):
-    before = snapshot()
+    before = config_snapshot()
     data = {"backend": "test-cluster", "gpu_guarantee": -1, "gpu_maximum": -1, "gpu_weight": 1, field: value}
     response = admin.post("/pools/team-a/edit/", data)
     assert response.status_code == 400
-    assert snapshot() == before
+    assert config_snapshot() == before
 
 
 @pytest.mark.parametrize("gpu", ["9" * 5000, "²", "٣", "1e400", "1" * 19, "2"])
