@@ -20,6 +20,7 @@ from django.db.models import Q
 from pools.engine.errors import AccessDenied, NotFound
 from pools.engine.permissions import ADMIN_ROLE, DEFAULT_ROLE, Permission
 from pools.engine.policy import Decision, RoleDefinition, evaluate_access, parse_policies, visible_names
+from pools.engine.policy import allows_some as roles_allow_some
 
 _CACHE = "_gpupool_roles"
 
@@ -102,6 +103,16 @@ def user_can(user, action: str, resource: str = "") -> Decision:
 def allows(principal, permission: Permission, name: str = "") -> bool:
     """Whether ``principal`` holds ``permission`` on the object ``name`` (or unscoped)."""
     return user_can(principal, *permission.on(name)).allowed
+
+
+def allows_some(principal, permission: Permission) -> bool:
+    """Whether ``principal`` holds ``permission`` on at least one object of its type there could be (an unscoped
+    permission: whether they hold it). What a way in is offered by; each object is decided by ``allows``."""
+    if is_system(principal):
+        return True
+    if permission.resource_type is None:
+        return allows(principal, permission)
+    return roles_allow_some(user_roles(principal), str(permission.action), str(permission.resource_type))
 
 
 def require(principal, permission: Permission, name: str = "", *, what: str = "") -> None:

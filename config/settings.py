@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    "pools.middleware.NotFoundPageMiddleware",  # the console's 404 page with DEBUG on too
     "axes.middleware.AxesMiddleware",  # last: turns a refused sign-in into the lockout answer
 ]
 

@@ -31,6 +31,11 @@ class BackendKind(models.TextChoices):
     SIMULATED = "simulated", "Simulated fleet"
 
 
+# The kinds of backend whose node labels the console may write when ``writable: true``: a cluster's API server, and
+# a simulated cluster, which keeps what is written (``pools.inventory.node_labels``).
+LABEL_WRITABLE_KINDS = (BackendKind.KUBERNETES, BackendKind.SIMULATED)
+
+
 class PoolStatus(models.TextChoices):
     """A pool: in maintenance (its own switch), else online while its backend is (``BackendStatus``)."""
 

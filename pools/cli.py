@@ -157,3 +157,23 @@ def consumption_text(report: dict) -> str:
     rows = [*report["rows"], {by: "TOTAL", **report["total"]}]
     period = f"from {report['since']} to {report['until']}, counted in whole {report['resolution']}s"
     return tables.CONSUMPTION[by].text(rows) + "\n\n" + period
+
+
+def config_effect_text(effect: dict) -> str:
+    """A dry run's answer: what the change would move (``tables.CONFIG_EFFECT``), each pool's nodes and the
+    workloads on the nodes that leave, and the quota warnings. Nothing was saved."""
+    lines = ["Dry run: nothing was saved.", "", tables.CONFIG_EFFECT.text(effect["pools"])]
+    for row in effect["pools"]:
+        lines += ["", f"{row['summary']}."]
+        if row["nodes_out"]:
+            lines.append(f"  out: {', '.join(row['nodes_out'])}")
+        if row["nodes_in"]:
+            lines.append(f"  in:  {', '.join(row['nodes_in'])}")
+        for group in row["workloads"]:
+            owner = f" user {group['user']}" if group["user"] else ""
+            label = f"pool label {group['pool_label']}" if group["pool_label"] else "no pool label"
+            lines.append(
+                f"  workload: {group['namespace']}{owner} ({label}): {group['pods']} pod(s), {group['gpu']} GPUs"
+            )
+    lines += [f"warning: {warning}" for warning in effect["warnings"]]
+    return "\n".join(lines)

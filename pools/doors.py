@@ -13,14 +13,21 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from .engine.doors import Door, door
 from .engine.permissions import Permission
 
 # Routes that are no door of the console: the Django admin (its model permissions map onto the catalogue, see
-# accounts.backends.policy_request_for), signing in and out, and the API's catch-all 404.
-NOT_DOORS = ("admin/", "accounts/login/", "accounts/logout/", "accounts/oidc/", "accounts/profile/tokens/")
+# accounts.backends.policy_request_for), signing in and out, the API's catch-all 404 and the icon's address.
+NOT_DOORS = (
+    "admin/",
+    "accounts/login/",
+    "accounts/logout/",
+    "accounts/oidc/",
+    "accounts/profile/tokens/",
+    "favicon.ico",
+)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -142,6 +149,13 @@ def http_doors() -> list[Entry]:
                     shown = shown.replace(f"{{{name}}}", value)
                 entries.append(Entry(f"{method} {shown}", door(key)))
     return entries
+
+
+def page_door(path: str) -> Door | None:
+    """The door a GET of the page at ``path`` goes through, as its view declares it (None for no page)."""
+    match = resolve(path)
+    door_for = getattr(getattr(match.func, "view_class", None), "door_for", None)
+    return door_for("GET", match.kwargs) if door_for is not None else None
 
 
 def undeclared_routes() -> list[str]:

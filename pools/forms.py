@@ -14,9 +14,11 @@ from django import forms
 
 from .choices import PlacementStrategy
 from .configs import INT32_MAX, NAME_RE, POOL_DOCUMENT, parse_document, variable_value
+from .configs.fields import DEFAULT_OVER_QUOTA_WEIGHT
 from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
 from .engine.numbers import parse_number
+from .tables import formats
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
 _LINE_RE = re.compile(r"line ([0-9]+)", re.ASCII)
@@ -322,9 +324,155 @@ class ServiceTokenForm(forms.Form):
     )
 
 
+# --- departments and projects (SEMANTICS §9) -------------------------------------------------------------------
+
+# A quota a pool gives a unit until someone sets one (Run:ai's defaults): deserved 0, no limit, weight 2.
+DEFAULT_GPU_QUOTA = {"deserved": 0, "limit": -1, "overQuotaWeight": DEFAULT_OVER_QUOTA_WEIGHT}
+# Where a service problem about a unit's body is shown: ``resources[N].gpu.<key>`` goes to that pool's field.
+_QUOTA_PROBLEM = re.compile(r"resources\[([0-9]+)\]\.gpu\.(deserved|limit|overQuotaWeight)$")
+_QUOTA_FIELDS = {"deserved": "deserved", "limit": "limit", "overQuotaWeight": "weight"}
+
+
+class UnitForm(ChangeFields):
+    """A department or a project: its name, description and GPU quota on each pool its editor may see (deserved,
+    limit, over quota and its weight); a project also its department and namespaces. Numbers are read by the one
+    number parser; the service checks the rest, and its problems come back next to the field they concern."""
+
+    name = forms.RegexField(regex=NAME_RE, max_length=128, help_text=NAME_HELP)
+    description = forms.CharField(required=False, max_length=10_000)
+    department = forms.ChoiceField(help_text="The department whose share of each pool the project divides with others.")
+    namespaces = forms.CharField(
+        required=False,
+        max_length=4_000,
+        help_text="Comma-separated Kubernetes namespaces whose workloads are the project's. Empty: runai-<name>.",
+    )
+
+    def __init__(self, *args, kind: str, pools: list[str], departments: list[str] = (), editing: bool = False, **kw):
+        super().__init__(*args, **kw)
+        self.kind, self.pools = kind, list(pools)
+        if kind == "project":
+            self.fields["department"].choices = [(name, name) for name in departments]
+        else:
+            del self.fields["department"], self.fields["namespaces"]
+        if editing:
+            self.fields["name"].disabled = True
+        for pool in self.pools:
+            number = {"inputmode": "decimal", "autocomplete": "off", "class": "figure"}
+            self.fields[self.quota_field(pool, "deserved")] = forms.CharField(
+                required=False, label=f"{pool}: deserved GPUs", widget=forms.TextInput(attrs=number)
+            )
+            self.fields[self.quota_field(pool, "limit")] = forms.CharField(
+                required=False,
+                label=f"{pool}: GPU limit",
+                widget=forms.TextInput(attrs={**number, "placeholder": formats.limit(-1)}),
+            )
+            self.fields[self.quota_field(pool, "over_quota")] = forms.BooleanField(
+                required=False, label=f"{pool}: over quota"
+            )
+            self.fields[self.quota_field(pool, "weight")] = forms.CharField(
+                required=False, label=f"{pool}: over-quota weight", widget=forms.TextInput(attrs=number)
+            )
+
+    @staticmethod
+    def quota_field(pool: str, figure: str) -> str:
+        return f"{figure}__{pool}"
+
+    def quota_rows(self) -> list[dict]:
+        """The quota fields pool by pool, for the template's table."""
+        return [
+            {
+                "pool": pool,
+                **{
+                    figure: self[self.quota_field(pool, figure)]
+                    for figure in ("deserved", "limit", "over_quota", "weight")
+                },
+            }
+            for pool in self.pools
+        ]
+
+    @classmethod
+    def initial_for(cls, name: str | None, body: dict, pools: list[str]) -> dict:
+        """The form's values for a unit's canonical body (a new unit's: empty, and Run:ai's defaults on each pool)."""
+        initial = {"name": name, "description": body.get("description", "")}
+        if "department" in body:
+            initial["department"] = body["department"]
+            initial["namespaces"] = ", ".join(body.get("namespaces") or [])
+        entries = {entry["nodePool"]: entry.get("gpu") or {} for entry in body.get("resources") or []}
+        for pool in pools:
+            gpu = {**DEFAULT_GPU_QUOTA, **entries.get(pool, {})}
+            weight = gpu["overQuotaWeight"]
+            initial[cls.quota_field(pool, "deserved")] = _figure_text(gpu["deserved"])
+            initial[cls.quota_field(pool, "limit")] = _figure_text(gpu["limit"], empty=-1)
+            initial[cls.quota_field(pool, "over_quota")] = weight is not None
+            initial[cls.quota_field(pool, "weight")] = _figure_text(
+                DEFAULT_OVER_QUOTA_WEIGHT if weight is None else weight
+            )
+        return initial
+
+    def clean(self):
+        data = super().clean()
+        self.quotas = {}
+        for pool in self.pools:
+            gpu = {}
+            for figure, key in (("deserved", "deserved"), ("limit", "limit"), ("weight", "overQuotaWeight")):
+                field = self.quota_field(pool, figure)
+                text = (data.get(field) or "").strip()
+                if figure == "weight" and not data.get(self.quota_field(pool, "over_quota")):
+                    gpu[key] = None  # no over-quota: the unit holds at most its deserved quota
+                elif not text:
+                    gpu[key] = DEFAULT_GPU_QUOTA[key]  # deserved 0, no limit, weight 2
+                else:
+                    try:
+                        gpu[key] = parse_number(text, field=self.fields[field].label)
+                    except ConfigError as exc:
+                        self.add_error(field, exc.problems[0].message)
+            self.quotas[pool] = gpu
+        return data
+
+    def body(self, base: dict | None = None) -> dict:
+        """The unit's body to save: the form's fields over ``base``; each shown pool's GPU quota over its entry (its
+        priority, CPU and memory kept), a pool it had no entry on only when the quota differs from the defaults."""
+        data = self.cleaned_data
+        body = {"description": data.get("description", "")}
+        if self.kind == "project":
+            body["department"] = data["department"]
+            body["namespaces"] = [name.strip() for name in data.get("namespaces", "").split(",") if name.strip()]
+        entries = {entry["nodePool"]: entry for entry in (base or {}).get("resources") or []}
+        for pool, gpu in self.quotas.items():
+            if pool in entries:
+                entries[pool] = {**entries[pool], "gpu": {**entries[pool].get("gpu", {}), **gpu}}
+            elif gpu != DEFAULT_GPU_QUOTA:
+                entries[pool] = {"nodePool": pool, "gpu": gpu}
+        self.resource_pools = sorted(entries)
+        body["resources"] = [entries[pool] for pool in self.resource_pools]
+        return body
+
+    def attach(self, error: ConfigError, *, unit: str) -> None:
+        """Show each service problem about ``unit`` (``project 'x'``) next to the field it concerns: a pool's figure,
+        the department, the namespaces, the name; others (about another object, or no field) above the form."""
+        for problem in error.problems:
+            path = problem.field.removeprefix(f"{unit}.") if problem.field.startswith(f"{unit}.") else problem.field
+            if "'" in path:  # about another object: in its own words
+                self.add_error(None, str(problem))
+                continue
+            match = _QUOTA_PROBLEM.match(path)
+            field = None
+            if match and int(match.group(1)) < len(getattr(self, "resource_pools", ())):
+                pool = self.resource_pools[int(match.group(1))]
+                if pool in self.pools:
+                    field = self.quota_field(pool, _QUOTA_FIELDS[match.group(2)])
+            elif path in self.fields:
+                field = path
+            if field is not None and field in self.fields:
+                self.add_error(field, problem.message)
+            else:
+                self.add_error(None, str(problem))
+
+
 # --- the quota grid ---------------------------------------------------------------------------------------------
 
-WEIGHTS = [("", "None"), ("0", "Lowest"), ("1", "Low"), ("2", "Medium"), ("3", "High")]
+# Over-quota weights as every page writes them (``formats.weight``): the number, Run:ai's names left to its docs.
+WEIGHTS = [("", formats.weight(None)), *((str(value), formats.weight(value)) for value in range(4))]
 GRID_FIELDS = ("deserved", "limit", "weight")
 MAX_GRID_CELLS = 20_000
 
@@ -351,7 +499,8 @@ def quota_grid_changes(post, grid: dict) -> list[dict]:
             gpu = {}
             for field, current in (("deserved", cell["deserved"]), ("limit", cell["limit"])):
                 if names[field] in post:
-                    value = parse_number(post[names[field]], field=f"{unit} on {pool}: GPU {field}")
+                    label = f"{unit} on {pool}: GPU {field}"
+                    value = quota_figure(post[names[field]], field=label, limit=field == "limit")
                     if value != current:
                         gpu[field] = value
             if names["weight"] in post:
@@ -364,9 +513,17 @@ def quota_grid_changes(post, grid: dict) -> list[dict]:
     return changes
 
 
-def _figure_text(value) -> str:
-    """A figure as an input shows it: ``4``, ``1.5``, ``""`` for None (no over-quota)."""
-    if value is None:
+def quota_figure(text: str, *, field: str, limit: bool = False) -> int | float:
+    """A GPU figure as typed, read by the one number parser; an empty limit is no limit (-1), as its input shows
+    it (the service checks the range)."""
+    if limit and not text.strip():
+        return -1
+    return parse_number(text, field=field)
+
+
+def _figure_text(value, *, empty=None) -> str:
+    """A figure as an input shows it: ``4``, ``1.5``; ``""`` for ``empty`` (no over-quota, no limit)."""
+    if value is None or value == empty:
         return ""
     return str(int(value)) if value == int(value) else str(value)
 
@@ -381,7 +538,7 @@ def quota_grid_inputs(grid: dict, posted) -> None:
             cell["prefix"] = prefix = f"q-{index}-{column}"
             current = {
                 "deserved": _figure_text(cell["deserved"]),
-                "limit": _figure_text(cell["limit"]),
+                "limit": _figure_text(cell["limit"], empty=-1),
                 "weight": _figure_text(cell["over_quota_weight"]),
             }
             cell["shown"] = {field: posted.get(f"{prefix}-{field}", value) for field, value in current.items()}

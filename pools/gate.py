@@ -10,12 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from accounts.access import allows, is_system, require
+from accounts.access import allows, allows_some, is_system, require
 from pools.choices import TYPE_LABELS, ConfigType
 from pools.configs import parse_config_type, parse_revision_number
 from pools.engine.doors import CONFIG_OBJECT, JOB, NODE, REVISION, Door
 from pools.engine.errors import ConfigError, NotFound
-from pools.engine.permissions import CHANGE_CONFIG, MANAGE_DEPARTMENT, VIEW_BACKEND, Permission, ResourceType
+from pools.engine.permissions import (
+    CHANGE_CONFIG,
+    MANAGE_DEPARTMENT,
+    VIEW_BACKEND,
+    VIEW_CONFIG,
+    Permission,
+    ResourceType,
+)
 from pools.models import ConfigRevision, Node
 from pools.querysets import visible_object
 from pools.selectors.jobs import job_get
@@ -51,6 +58,34 @@ def door_check(principal, door: Door, params: Mapping[str, object]) -> None:
 def allowed(principal, permission: Permission, target: str = "") -> bool:
     """Whether to offer a control that needs ``permission`` on ``target`` (the door behind it decides again)."""
     return allows(principal, permission, target)
+
+
+def may_enter(principal, door: Door) -> bool:
+    """Whether to offer a way to ``door`` without naming an object (a link of the navigation): whether ``principal``
+    holds what it reads on some object there could be (on its type, for a type read as a whole), and what it acts
+    with on its type. The door decides again, object by object."""
+    if door.public or door.signed_in or is_system(principal):
+        return True
+    if door.acts is not None:
+        if door.acts.resource_type is None:
+            targets = [""]
+        elif door.acts_on and not door.acts_on.startswith("{"):
+            targets = door.acts_on.split("|")  # a type, or either of two
+        else:
+            targets = []  # a name only the request gives: decided when it is sent
+        if targets and not any(allows(principal, door.acts, target) for target in targets):
+            return False
+    if door.reads is None:
+        return True
+    if door.reads is VIEW_CONFIG:
+        return allows(principal, VIEW_CONFIG, door.of_type or door.object)
+    return allows_some(principal, door.reads)
+
+
+def project_change_check(principal, department: str) -> None:
+    """Raise ``AccessDenied`` (403) unless ``principal`` may change the projects of ``department``: asked when a
+    project's editor opens, in the words the service uses when it decides the change itself."""
+    require(principal, MANAGE_DEPARTMENT, department, what=f"changing the projects of department '{department}'")
 
 
 def may_change_quota(principal, kind: str, department: str) -> bool:

@@ -24,8 +24,14 @@ POOL_GAUGES = (
     ("capacity", "total_capacity", "GPUs in the pool's node set (available nodes, each counted once)"),
     ("usage", "total_usage", "GPUs requested by the pool's non-terminated pods"),
     ("free", "total_free", "GPUs free in the pool's node set"),
+    (
+        "used_on_nodes",
+        "used_on_nodes",
+        "GPUs pods of any pool hold on the pool's node set (used_on_nodes + free = capacity)",
+    ),
     ("quota_used", "quota_used", "GPUs of the pool's non-preemptible pods"),
     ("quota_limit", "quota_limit", "The pool's GPU quota (guarantee, or the node set's capacity)"),
+    ("quota_free", "quota_free", "The pool's quota left: max(0, quota_limit - quota_used)"),
 )
 # Per (department or project, pool): the figures of ``quota_figures`` (SEMANTICS §9), the rows of ``poolctl quota
 # list`` and ``GET /api/quotas/``. (metric suffix, row field, help)

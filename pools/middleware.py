@@ -19,11 +19,15 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import OperationalError, connection
-from django.http import HttpResponse, JsonResponse, QueryDict
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
+from django.urls import Resolver404, resolve
+from django.views.defaults import page_not_found
 
 from pools.api.errors import errors_body
 
 API_PREFIX = "/api/"
+# What answers in the API's shape (JSON errors), never with a page.
+NOT_PAGES = (API_PREFIX, "/accounts/api/", "/metrics")
 
 
 def _declared_length(request) -> int:
@@ -141,3 +145,29 @@ class StatementCapMiddleware:
         response = _refusal(request, 503, statement_cancelled_message())
         response["Retry-After"] = "5"
         return response
+
+
+class NotFoundPageMiddleware:
+    """The console's own "Not found" page (``404.html``, with its navigation) with ``DEBUG`` on too.
+
+    With ``DEBUG`` on, Django answers a 404 with its technical page, which lists every route and reads as a broken
+    product; a hidden object would even look different from a missing one. Under ``DEBUG`` this answers a path no
+    route matches, and a page's ``Http404``, with the page people get in production. The API keeps its JSON 404s.
+    Off ``DEBUG`` it does nothing: Django's ``handler404`` already renders the same page.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if settings.DEBUG and not request.path.startswith(NOT_PAGES):
+            try:
+                resolve(request.path_info, getattr(request, "urlconf", None))
+            except Resolver404 as exc:
+                return page_not_found(request, exc)
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if settings.DEBUG and isinstance(exception, Http404) and not request.path.startswith(NOT_PAGES):
+            return page_not_found(request, exception)
+        return None

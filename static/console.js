@@ -94,7 +94,7 @@
             stroke: item.color || COLOURS[index % COLOURS.length],
             width: index === 0 ? 2 : 1.5,
             dash: item.label === "Quota" || item.label === "Deserved" ? [6, 4] : undefined,
-            spanGaps: true,
+            spanGaps: false,
             points: { show: data.times.length < 3 ? true : undefined, size: 6 },
             value: function (u, v) { return v == null ? "—" : Math.round(v * 10) / 10; },
           });

@@ -218,6 +218,7 @@ class TestAccounting:
             "total_usage": 9,
             "total_capacity": 16,
             "total_free": 6,
+            "used_on_nodes": 10,
         }
         assert (a["shared"], a["node_set"]) == (False, ["team-a"])
         assert b["gpu"]["quota_limit"] == 4  # guarantee -1: the node set's capacity

@@ -125,20 +125,24 @@ class TestUsageHistory:
         services.usage_history_compact(now=now)  # compacting again adds no second hourly sample
         assert UsageSample.objects.filter(resolution="hour", at=hour).count() == 1
 
-    def test_series_use_minutes_for_two_days_and_hours_then_the_newest_minutes_beyond(self, cluster):
+    def test_a_series_has_one_resolution_minutes_for_hours_then_hourly_with_the_newest_minutes_averaged(self, cluster):
         backend = cluster([node("h1")])
         now = timezone.now().replace(second=0, microsecond=0)
-        UsageSample.objects.create(
-            scope="pool", key="p", backend=backend, at=now - timedelta(minutes=5), used=3, capacity=8
-        )
+        last_hour = now.replace(minute=0) - timedelta(hours=1)  # an hour the compaction has not reached yet
+        for minute, used in ((30, 3), (31, 5)):
+            UsageSample.objects.create(
+                scope="pool", key="p", backend=backend, at=last_hour + timedelta(minutes=minute), used=used, capacity=8
+            )
         UsageSample.objects.create(
             scope="pool", key="p", backend=backend, resolution="hour", at=now - timedelta(days=5), used=2, capacity=8
         )
-        recent = selectors.usage_series(scope="pool", key="p", since=now - timedelta(hours=1))
+        recent = selectors.usage_series(scope="pool", key="p", since=now - timedelta(hours=2))
         week = selectors.usage_series(scope="pool", key="p", since=now - timedelta(days=7))
-        assert [(r["used"], r["resolution"]) for r in recent] == [(3, "minute")]
-        # Past two days hourly samples, then the minutes the hourly compaction has not reached yet.
-        assert [(r["used"], r["resolution"]) for r in week] == [(2, "hour"), (3, "minute")]
+        assert [(r["used"], r["resolution"]) for r in recent] == [(3, "minute"), (5, "minute")]
+        # A week is hourly: the hourly samples, then the hours the compaction has not reached yet, averaged as it
+        # will average them (never minutes and hours in one line).
+        assert [(r["used"], r["resolution"]) for r in week] == [(2, "hour"), (4, "hour")]
+        assert week[1]["at"] == last_hour.isoformat()
 
 
 def test_metrics_expose_pool_gpu_numbers_and_backend_health(client, cluster, actor):

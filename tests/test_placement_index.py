@@ -3,8 +3,7 @@ matching each node against every spec finds (SEMANTICS §5)."""
 
 import random
 
-from pools.engine.membership import node_matches_pod_spec
-from pools.services.membership import _SpecIndex
+from pools.engine.membership import SpecIndex, node_matches_pod_spec
 
 PRODUCTS = ("H100", "A100", "L40S")
 SPECS = [
@@ -43,7 +42,7 @@ def everywhere(labels, taints, name):
 
 def test_the_index_finds_what_matching_every_spec_finds():
     rng = random.Random(7)
-    index = _SpecIndex(SPECS)
+    index = SpecIndex(SPECS)
     for number in range(300):
         labels = {"kubernetes.io/hostname": f"n{number}", "product": rng.choice(PRODUCTS)}
         if rng.random() < 0.7:

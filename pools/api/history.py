@@ -104,7 +104,13 @@ class ConfigDocumentView(ConfigTypeView):
         parameters=[
             CONFIG_TYPE,
             OpenApiParameter("name", str, description="the object, when the body is its bare body"),
-            OpenApiParameter("dry_run", bool, description="check everything, write nothing"),
+            OpenApiParameter(
+                "dry_run",
+                bool,
+                description="check everything, write nothing; the answer's `effect` says what the change would move: "
+                "per pool, the nodes and GPUs entering or leaving it, the workloads on the nodes that leave, and quota "
+                "warnings",
+            ),
             *CHANGE_PARAMETERS,
         ],
         request=OpenApiTypes.OBJECT,
@@ -122,6 +128,8 @@ class ConfigDocumentView(ConfigTypeView):
                 dry_run=dry_run,
                 **self.change_options(),
             )
+        if isinstance(revisions, services.Preview):  # nothing saved: what the change would move, as the caller sees it
+            return Response({**revisions_body(revisions), "effect": revisions.effect})
         return Response(revisions_body(revisions))
 
 

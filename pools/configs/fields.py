@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..choices import TYPE_LABELS, BackendKind, ConfigType, PlacementStrategy
+from ..choices import LABEL_WRITABLE_KINDS, TYPE_LABELS, BackendKind, ConfigType, PlacementStrategy
 from ..engine.errors import ConfigError, EngineError, Problem
 from ..engine.identity import SYNC_MODES
 from ..engine.labels import label_key_problem, label_value_problem
@@ -264,8 +264,8 @@ def normalize_backend(body: Any, where: str, name: str) -> tuple[dict, list[Prob
         reader.fail("pool_label_key", problem)
     if normalized["default_pool"]:
         reader.problems.extend(check_name(normalized["default_pool"], reader.path("default_pool")))
-    if normalized["writable"] and kind != BackendKind.KUBERNETES:
-        reader.fail("writable", "only a kubernetes backend can be writable")
+    if normalized["writable"] and kind not in LABEL_WRITABLE_KINDS:
+        reader.fail("writable", "only a kubernetes or simulated backend can be writable")
     if normalized["kubeconfig"] and (problem := kubeconfig_path_problem(normalized["kubeconfig"])):
         reader.fail("kubeconfig", problem)
     if normalized["source"] and kind in (BackendKind.FILE, BackendKind.SIMULATED):

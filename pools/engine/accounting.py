@@ -112,13 +112,23 @@ class PoolGpu:
     total_free: int
     shared: bool
     node_set: tuple[str, ...]
+    used_on_nodes: int = 0
 
     def as_dict(self) -> dict:
-        """Return the six numbers, as OSMO's pool listing names them."""
-        return {
-            field: getattr(self, field)
-            for field in ("quota_used", "quota_limit", "quota_free", "total_usage", "total_capacity", "total_free")
-        }
+        """Return the six numbers as OSMO's pool listing names them, and ``used_on_nodes`` (SEMANTICS §6.1)."""
+        return {field: getattr(self, field) for field in GPU_FIGURES}
+
+
+# A pool's GPU figures in the order every door shows them: OSMO's six, then what its node set's pods use.
+GPU_FIGURES = (
+    "quota_used",
+    "quota_limit",
+    "quota_free",
+    "total_usage",
+    "total_capacity",
+    "total_free",
+    "used_on_nodes",
+)
 
 
 def node_sets(pool_nodes: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
@@ -161,8 +171,10 @@ def pool_gpu_accounting(pools: Sequence[PoolGpuInput], nodes: Mapping[str, NodeG
 
     Only available nodes known to ``nodes`` count. Capacity and free GPUs are summed over the pool's node
     set, each node once: ``total_capacity`` rounded down, ``total_free`` = sum of ``max(0, capacity - used)``
-    rounded down. ``total_usage`` and ``quota_used`` (non-preemptible pods only) are the pool's own pods,
-    rounded up. ``quota_limit`` is the guarantee, or the node set's capacity when it is negative.
+    rounded down; ``used_on_nodes`` is what pods of any pool hold on the node set, each node's clamped at its
+    capacity: ``total_capacity - total_free``, so the three add up (SEMANTICS §6.1). ``total_usage`` and
+    ``quota_used`` (non-preemptible pods only) are the pool's own pods, wherever they run, rounded up.
+    ``quota_limit`` is the guarantee, or the node set's capacity when it is negative.
     ``quota_free`` is ``quota_limit - quota_used`` clamped at 0: a pool over its quota has nothing free,
     and the overrun stays visible as ``quota_used > quota_limit``. Linear in pools plus nodes.
     """
@@ -197,6 +209,7 @@ def pool_gpu_accounting(pools: Sequence[PoolGpuInput], nodes: Mapping[str, NodeG
             total_free=free,
             shared=len(members) > 1,
             node_set=members,
+            used_on_nodes=capacity - free,
         )
     return result
 

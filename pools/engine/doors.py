@@ -60,6 +60,7 @@ class Door:
     signed_in: bool = False
     public: bool = False
     note: str = ""
+    of_type: str = ""  # the config type of a config object's door (what a by-type read is on)
 
     @property
     def checks_object(self) -> bool:
@@ -75,10 +76,10 @@ def _config_doors(config_type: str, label: str, plural: str, note: str = "") -> 
     """The doors of one config type: list, get, create, change (replace, merge-patch, delete)."""
     reads = OBJECT_READ[config_type]
     by_type = reads is VIEW_CONFIG  # pod templates and validations are seen type by type
-    seen = {"object": config_type} if by_type else {"object": "name"}
+    seen = {"object": config_type if by_type else "name", "of_type": config_type}
     prefix = config_type.lower()
     return (
-        Door(f"{prefix}.list", f"list the {plural} one may see", reads, rows=True),
+        Door(f"{prefix}.list", f"list the {plural} one may see", reads, rows=True, of_type=config_type),
         Door(f"{prefix}.get", f"read one {label}", reads, **seen),
         Door(
             f"{prefix}.create",

@@ -198,3 +198,67 @@ def node_availability(
         if str(statuses[condition_type]) != str(wanted):
             return False, f"{condition_type} is {statuses[condition_type]} (want {wanted})"
     return True, ""
+
+
+class SpecIndex:
+    """(pool, platform, spec) triples, indexed by one label each spec's ``nodeSelector`` requires.
+
+    A 5,000-node backend with 150 platforms asked ``node_matches_pod_spec`` 750,000 times per full
+    membership pass, though a node has the selected labels of only a few platforms. Looking up each of the
+    node's (label, value) pairs finds the specs it might match; only those are matched in full. Specs
+    without a selector, or with one that is not plain strings, are always matched in full. ``pool`` is whatever
+    the caller names pools by (a model row, a name).
+    """
+
+    def __init__(self, specs: Sequence[tuple]):
+        self.specs = list(specs)
+        self.by_label: dict[tuple[str, str], list[int]] = {}
+        self.unindexed: list[int] = []
+        for index, (_, _, spec) in enumerate(self.specs):
+            selector = spec.get("nodeSelector") if isinstance(spec, Mapping) else None
+            first = next(iter(selector.items()), None) if isinstance(selector, Mapping) else None
+            if first is not None and type(first[0]) is str and type(first[1]) is str:
+                self.by_label.setdefault(first, []).append(index)
+            else:
+                self.unindexed.append(index)
+
+    def selecting(self, *, labels: Mapping, taints: Sequence[Mapping], node_name: str) -> list[tuple]:
+        """The (pool, platform) of every spec that selects the node, in the specs' order."""
+        if all(type(value) is str for value in labels.values()):
+            candidates = list(self.unindexed)
+            for pair in labels.items():
+                candidates.extend(self.by_label.get(pair, ()))
+            candidates.sort()
+        else:  # a label value read as text may equal a selector's: no shortcut
+            candidates = range(len(self.specs))
+        return [
+            (self.specs[index][0], self.specs[index][1])
+            for index in candidates
+            if node_matches_pod_spec(labels=labels, taints=taints, pod_spec=self.specs[index][2], node_name=node_name)
+        ]
+
+
+class NodePlacer:
+    """Where a node of a backend belongs (SEMANTICS §5, §8): each (pool, platform) whose merged template selects
+    it; a node no pool selects goes to the backend's default pool, if it names one.
+
+    The default pool's own platforms still divide its nodes by their templates; a leftover node none of them
+    selects is placed in its default platform (else its first). ``specs`` are (pool, platform, spec) triples of
+    every renderable platform of the backend's pools; ``is_default(pool)`` tells the default pool's, and
+    ``default_platform`` is that pool's ``default_platform``.
+    """
+
+    def __init__(self, specs: Sequence[tuple], *, is_default=lambda pool: False, default_platform: str = ""):
+        self.specs = SpecIndex([spec for spec in specs if not is_default(spec[0])])
+        default_specs = [spec for spec in specs if is_default(spec[0])]
+        self.default_specs = SpecIndex(default_specs)
+        self.default: tuple | None = None
+        if default_specs:
+            names = [platform_name for _, platform_name, _ in default_specs]
+            self.default = (default_specs[0][0], default_platform if default_platform in names else names[0])
+
+    def place(self, *, labels: Mapping, taints: Sequence[Mapping], node_name: str) -> list[tuple]:
+        found = self.specs.selecting(labels=labels, taints=taints, node_name=node_name)
+        if found or self.default is None:
+            return found
+        return self.default_specs.selecting(labels=labels, taints=taints, node_name=node_name) or [self.default]

@@ -206,6 +206,33 @@ def evaluate_access(roles: Sequence[RoleDefinition], action: str, resource: str 
     return Decision(False, None, None, None, f"no policy allows {action} on {target}")
 
 
+def allows_some(roles: Sequence[RoleDefinition], action: str, resource_type: str) -> bool:
+    """Whether ``roles`` may do ``action`` on at least one object of ``resource_type`` there could be, whatever
+    objects exist: an Allow of the action on a resource pattern that can name such an object, which no Deny of
+    the action takes back whole. ``pool:Read`` on ``pool/team-a*`` is some pool; with a Deny of ``pool:Read``
+    on ``pool/*`` (or ``*``) it is none; a Deny on ``pool/team-a-gpu`` leaves some.
+
+    What a way in is offered by (a link of the navigation); each object is still decided by ``evaluate_access``.
+    """
+    kind = f"{resource_type}/"
+    whole_type = kind + "*"
+    reached = []
+    denials = []
+    for role in roles:
+        for policy in role.policies:
+            if not any(action_matches(pattern, action) for pattern in policy.actions):
+                continue
+            if policy.effect == "Deny":
+                denials.extend(policy.resources)
+                continue
+            for pattern in policy.resources:
+                if pattern == "*" or (pattern.endswith("*") and kind.startswith(pattern[:-1])):
+                    reached.append(whole_type)
+                elif pattern.startswith(kind) and len(pattern) > len(kind):
+                    reached.append(pattern)
+    return any(not any(_resource_contains(deny, region) for deny in denials) for region in reached)
+
+
 def visible_names(roles: Sequence[RoleDefinition], action: str, resource_type: str, names: Iterable[str]) -> list[str]:
     """Return, in the given order, the names of objects of ``resource_type`` on which ``roles`` may do ``action``.
 

@@ -8,7 +8,7 @@ backends, the tests and the benchmarks. Pure Python (no Django).
 - ``layouts``: named fleets: the demo's backends and the benchmark's cluster of pools.
 """
 
-from .nodes import blueprint_from_list
+from .nodes import blueprint_from_list, blueprint_namespaces, blueprint_pods
 from .timeline import Fleet, FleetEvent
 
-__all__ = ["Fleet", "FleetEvent", "blueprint_from_list"]
+__all__ = ["Fleet", "FleetEvent", "blueprint_from_list", "blueprint_namespaces", "blueprint_pods"]

@@ -32,6 +32,9 @@ The model:
   Unallocated devices are at 0 % with no memory used. The graphics-engine-active ratio is the utilization times a
   per-device factor of 0.85-1.0 (so it is 0 exactly when the utilization is). Framebuffer used is a steady share of
   the device's memory (idle 5-40 %, busy 60-95 %, bursty 40-90 %); used + free is always the device's memory.
+  A pod labelled ``ACTIVITY_LABEL`` (``idle``, ``busy`` or ``bursty``) behaves so whatever its hash: a
+  blueprint's notebook left open is idle for as long as it runs. (A label, not an annotation: the console keeps
+  pods' labels, and its utilization rounds rebuild the pods they read from what it keeps.)
 
 Deliberate simplifications: ``modelName`` is the GFD product label (``NVIDIA-H100-80GB-HBM3``), where the real
 exporter reports the driver's name (``NVIDIA H100 80GB HBM3``); a time-sliced share reports its own pod's activity
@@ -64,6 +67,7 @@ from .streams import C1, C2, GOLD, MASK, key, uid
 SLICES_PER_GPU = 7  # MIG compute slices of one GPU (A100, H100, H200, B200, GB200)
 NOISE_SECONDS = 5  # a busy device's value changes every 5 s
 IDLE_PERCENT, BUSY_PERCENT = 20, 55  # the rest (25 %) is bursty
+ACTIVITY_LABEL = "fleet.example.com/gpu-activity"  # a pod's declared behaviour, for the simulation only
 
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED = "DCGM_FI_DEV_FB_USED"
@@ -133,11 +137,11 @@ class _Profile:
     offset: int
 
 
-_PROFILES: dict[tuple[str, str, str], _Profile] = {}
+_PROFILES: dict[tuple[str, str, str, str], _Profile] = {}
 
 
-def _profile_of(namespace: str, name: str, pod_uid: str) -> _Profile:
-    identity = (namespace, name, pod_uid)
+def _profile_of(namespace: str, name: str, pod_uid: str, declared: str = "") -> _Profile:
+    identity = (namespace, name, pod_uid, declared)
     found = _PROFILES.get(identity)
     if found is None:
         if len(_PROFILES) > 200_000:
@@ -145,7 +149,9 @@ def _profile_of(namespace: str, name: str, pod_uid: str) -> _Profile:
         x = key("dcgm-pod", namespace, name, pod_uid)
         roll = x % 100
         behaviour = (
-            Behaviour.IDLE
+            Behaviour(declared)
+            if declared in set(Behaviour)
+            else Behaviour.IDLE
             if roll < IDLE_PERCENT
             else Behaviour.BUSY
             if roll < IDLE_PERCENT + BUSY_PERCENT
@@ -157,13 +163,21 @@ def _profile_of(namespace: str, name: str, pod_uid: str) -> _Profile:
     return found
 
 
-def _identity(pod: dict) -> tuple[str, str, str]:
+def _identity(pod: dict) -> tuple[str, str, str, str]:
+    """A pod's namespace, name, uid and declared behaviour (``ACTIVITY_LABEL``, else empty)."""
     metadata = pod.get("metadata") or {}
-    return str(metadata.get("namespace") or ""), str(metadata.get("name") or ""), str(metadata.get("uid") or "")
+    declared = (metadata.get("labels") or {}).get(ACTIVITY_LABEL) or ""
+    return (
+        str(metadata.get("namespace") or ""),
+        str(metadata.get("name") or ""),
+        str(metadata.get("uid") or ""),
+        str(declared),
+    )
 
 
 def pod_behaviour(pod: dict) -> Behaviour:
-    """The behaviour of ``pod`` (a Kubernetes Pod object): a function of its namespace, name and uid."""
+    """The behaviour of ``pod`` (a Kubernetes Pod object): the one it declares, else a function of its namespace,
+    name and uid."""
     return _profile_of(*_identity(pod)).behaviour
 
 
@@ -384,7 +398,7 @@ def gpu_samples(nodes: Iterable[dict], pods: Iterable[dict], t: float) -> list[G
 
 
 def _samples(nodes: Iterable[dict], pods: Iterable[dict], t: float) -> list[GpuSample]:
-    held: dict[str, list[tuple[str, str, str, str, dict[str, int]]]] = {}
+    held: dict[str, list[tuple[str, str, str, str, str, str, dict[str, int]]]] = {}
     # (requests, container name) by the identity of (containers, initContainers): pods of a fleet share them
     requests_of: dict[tuple[int, int], tuple[dict[str, int], str]] = {}
     for pod in pods:
@@ -414,8 +428,8 @@ def _samples(nodes: Iterable[dict], pods: Iterable[dict], t: float) -> list[GpuS
         model = str((metadata.get("labels") or {}).get(PRODUCT_LABEL) or "")
         devices = layout.devices
         owners: list = [None] * len(devices)
-        for _, namespace, name, pod_uid, container, wanted in sorted(held.get(hostname, ()), key=_age):
-            profile = _profile_of(namespace, name, pod_uid)
+        for _, namespace, name, pod_uid, declared, container, wanted in sorted(held.get(hostname, ()), key=_age):
+            profile = _profile_of(namespace, name, pod_uid, declared)
             ordinal = 0
             for resource in sorted(wanted):
                 indexes = layout.units.get(resource)

@@ -1,8 +1,10 @@
-"""Named fleets: the demo's six backends, and a cluster divided into pools by node labels for the benchmarks.
+"""Named fleets: the demo's seven backends, and a cluster divided into pools by node labels for the benchmarks.
 
 The demo's node names, counts and special nodes are documented in ``pools/demo/README.md``; the pod templates of
 ``pools/demo/config.yaml`` select these nodes by the labels and taints given here, and every platform there
-selects at least one node (a test checks it).
+selects at least one node (a test checks it). ``DEMO_WORKLOADS`` gives some backends a load of their own (who runs
+the jobs, and standing workloads: holders, idle ones, a backlog), so that the quotas of ``config.yaml`` meet
+contention.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .catalogue import (
     DGX_H100,
     DGX_H200,
     GB200_TRAY,
+    GPU,
     L40_OVX,
     L40_SIMULATION,
     L40S_4X,
@@ -35,7 +38,10 @@ from .catalogue import (
     labelled,
     product_taint,
 )
-from .nodes import Site, node_object
+from .dcgm import ACTIVITY_LABEL
+from .nodes import Site, node_list, node_object
+from .pods import JOB_VOLUMES, PRIORITY_LABEL, USER_LABEL, job_containers, tolerations_for
+from .pods import POOL_LABEL as JOB_POOL_LABEL
 from .streams import BASE_TIME, Stream
 from .timeline import Fleet
 
@@ -44,7 +50,8 @@ CORDON_REASON = "RMA: Xid 79 (GPU fell off the bus) on GPU 3"
 
 @dataclass(frozen=True)
 class Group:
-    """``count`` nodes of one kind named ``<prefix>-001``...; ``special`` sets a few of them apart by number.
+    """``count`` nodes of one kind named ``<prefix>-001``... (numbered from ``first``, on ``digits`` digits);
+    ``special`` sets a few of them apart by number.
 
     ``special`` maps a node number to a different kind, ``"NotReady"``, ``"Unknown"`` or ``"cordoned"``.
     """
@@ -54,6 +61,8 @@ class Group:
     kind: Kind
     zone: str = ""
     special: Mapping[int, Kind | str] = field(default_factory=dict)
+    first: int = 1
+    digits: int = 3
 
 
 _L40S_SIMULATION = dedicated(kind_of("sm-l40s-8x", product_taint("L40S")), "simulation")
@@ -64,6 +73,8 @@ _T4_GKE = labelled(
 _A10G_EKS = labelled(
     kind_of("g5.12xlarge", ("nvidia.com/gpu", "", "NoSchedule")), **{"eks.amazonaws.com/nodegroup": "dev-gpu"}
 )
+# The A100 nodes OSMO's heterogeneous-pool walk-through selects and tolerates: nvidia.com/gpu.product=NVIDIA-A100.
+_A100_AS_DOCUMENTED = kind_of("dgx-a100-320gb", product_taint("A100-40GB"))
 
 # backend name -> (site, node groups)
 DEMO_BACKENDS: dict[str, tuple[Site, tuple[Group, ...]]] = {
@@ -115,7 +126,18 @@ DEMO_BACKENDS: dict[str, tuple[Site, tuple[Group, ...]]] = {
     ),
     "default": (
         Site("dc-santaclara", ("sc1-hall1-row-c",), "metal://santaclara"),
-        (Group("l40s-d", 4, L40S_4X), Group("a100-d", 4, DGX_A100, special={4: "NotReady"})),
+        (Group("l40s-d", 4, L40S_4X), Group("a100-d", 4, _A100_AS_DOCUMENTED, special={4: "NotReady"})),
+    ),
+    # gpuctl's cluster as its resource-pool guide draws it: nodes named as there, no pool label yet (the guide's
+    # four pool files label them), writable.
+    "gpuctl-cluster": (
+        Site("dc-hangzhou", ("hz1-rack-1", "hz1-rack-2"), "metal://hangzhou"),
+        (
+            Group("gpu-node", 2, kind_of("dgx-a100"), digits=1),
+            Group("gpu-node", 2, kind_of("sm-a10-4x"), first=3, digits=1),
+            Group("gpu-node", 1, kind_of("ws-rtx4090-4x"), first=5, digits=1),
+            Group("cpu-node", 2, CPU_64, digits=1),
+        ),
     ),
 }
 
@@ -128,12 +150,12 @@ def demo_nodes(backend: str, *, seed: int = DEMO_SEED) -> list[dict]:
     site, groups = DEMO_BACKENDS[backend]
     nodes: list[dict] = []
     for group in groups:
-        for number in range(1, group.count + 1):
+        for number in range(group.first, group.first + group.count):
             special = group.special.get(number)
             nodes.append(
                 node_object(
                     seed,
-                    f"{group.prefix}-{number:03d}",
+                    f"{group.prefix}-{number:0{group.digits}d}",
                     special if isinstance(special, Kind) else group.kind,
                     index=len(nodes),
                     site=site,
@@ -143,6 +165,126 @@ def demo_nodes(backend: str, *, seed: int = DEMO_SEED) -> list[dict]:
                 )
             )
     return nodes
+
+
+# -- the demo's load ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Standing:
+    """A standing workload of a demo backend: ``gpus`` GPUs for ``namespace``, labelled for ``pool``.
+
+    It runs on ``node``, or with ``waiting`` it waits for a node like it (its GPU product's selector and
+    tolerations, plus ``selector``), Pending for ``reason``. ``activity`` declares how it uses its GPUs
+    (``dcgm.ACTIVITY_LABEL``: ``idle`` for a notebook left open).
+    """
+
+    namespace: str
+    name: str
+    gpus: int
+    pool: str
+    node: str
+    user: str
+    waiting: bool = False
+    selector: Mapping[str, str] = field(default_factory=dict)
+    activity: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Load:
+    """Who runs a demo backend's moving jobs (namespace -> share of them) and its standing workloads."""
+
+    namespaces: Mapping[str, int]
+    standing: tuple[Standing, ...] = ()
+
+
+_H100_TRAINING = "h100-a-001"
+_SIM_LIMIT_REASON = (
+    "0/24 nodes are available: project sim holds 8 of its 8-GPU limit in node pool robotics-training; "
+    "the workload waits until the project holds less."
+)
+# The contention the quotas of config.yaml meet (SEMANTICS §9): on robotics-training, team-a's jobs run far over
+# its quota of 4 and one of its notebooks holds two idle GPUs; robotics and deep-research wait for 8-GPU gangs,
+# more than the pool has free, so the fair shares divide less than is asked for; sim holds its limit of 8 with
+# more waiting; on l40s-nodes (a Run:ai label pool) a job waits for the nodes its selector names.
+DEMO_WORKLOADS: dict[str, Load] = {
+    "gpu-cluster-01": Load(
+        {"team-a": 4, "robotics": 2, "research": 1, "infer": 1, "sim": 0},
+        (
+            Standing("sim", "sdg-replicator", 8, "robotics-training", "h100-a-008", "farah"),
+            Standing(
+                "sim", "sdg-batch", 8, "robotics-training", _H100_TRAINING, "farah", True, reason=_SIM_LIMIT_REASON
+            ),
+            Standing("team-a", "notebook-priya", 2, "robotics-training", "a100-b-002", "priya", activity="idle"),
+            *(
+                Standing("robotics", f"locomotion-pretrain-{n}", 8, "robotics-training", _H100_TRAINING, "mateo", True)
+                for n in range(1, 7)
+            ),
+            *(
+                Standing("research", f"vla-pretrain-{n}", 8, "robotics-training", _H100_TRAINING, "lena", True)
+                for n in range(1, 3)
+            ),
+        ),
+    ),
+    "runai-cluster-01": Load(
+        {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 2},
+        (Standing("research", "world-model-eval", 4, "l40s-nodes", "l40s-r-001", "kenji", True, {"gpu-type": "L40S"}),),
+    ),
+}
+
+
+def _standing_pod(standing: Standing, node: dict) -> dict:
+    """The Pod template of a standing workload (the fleet names each run's pod after it)."""
+    millis, memory = 8000 * standing.gpus, 64 * 1024**3 * standing.gpus
+    containers, init = job_containers(GPU, standing.gpus, millis, memory)[1]
+    product = node["metadata"]["labels"].get(PRODUCT_LABEL, "")
+    spec: dict = {
+        "containers": containers,
+        "initContainers": init,
+        "nodeSelector": {**({PRODUCT_LABEL: product} if product else {}), **standing.selector},
+        "priority": 1000,
+        "priorityClassName": "osmo-normal",
+        "restartPolicy": "Never",
+        "schedulerName": "default-scheduler",
+        "tolerations": tolerations_for(node),
+        "volumes": JOB_VOLUMES,
+    }
+    if not standing.waiting:
+        spec["nodeName"] = standing.node
+    metadata: dict = {
+        "annotations": {"kubectl.kubernetes.io/default-container": "user"},
+        "labels": {
+            "app.kubernetes.io/managed-by": "osmo",
+            JOB_POOL_LABEL: standing.pool,
+            PRIORITY_LABEL: "NORMAL",
+            USER_LABEL: standing.user,
+            "osmo.workflow_id": standing.name,
+        },
+        "name": standing.name,
+        "namespace": standing.namespace,
+    }
+    if standing.activity:
+        metadata["labels"][ACTIVITY_LABEL] = standing.activity
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    if standing.reason:
+        pod["status"] = {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": standing.reason}
+            ],
+        }
+    return pod
+
+
+def demo_blueprint(backend: str, *, seed: int = DEMO_SEED) -> dict:
+    """The blueprint of one of the demo's backends: a List of its nodes and, when ``DEMO_WORKLOADS`` gives it a
+    load, the namespaces its jobs run in and its standing workloads."""
+    nodes = demo_nodes(backend, seed=seed)
+    load = DEMO_WORKLOADS.get(backend)
+    if load is None:
+        return node_list(nodes)
+    by_name = {node["metadata"]["name"]: node for node in nodes}
+    pods = [_standing_pod(standing, by_name[standing.node]) for standing in load.standing]
+    return node_list(nodes, namespaces=dict(load.namespaces), pods=pods)
 
 
 # -- a cluster of pools ---------------------------------------------------------------------------------------------

@@ -1,10 +1,15 @@
 """Kubernetes Node objects of the catalogue's kinds, as ``kubectl get node -o json`` prints them, and blueprints:
-Node objects read from a Kubernetes ``List`` and copied under new names to make a fleet bigger."""
+Node objects read from a Kubernetes ``List`` and copied under new names to make a fleet bigger.
+
+A blueprint may hold more than nodes: its Namespace items are where the fleet's jobs run, each with the share of
+the jobs its ``JOB_SHARE_ANNOTATION`` gives (1 when absent, 0 for none), and its Pod items are standing workloads
+(``timeline.Fleet``'s ``workloads``)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .catalogue import GPU, MIG_MEMORY, MIX, Kind
@@ -12,6 +17,7 @@ from .streams import BASE_TIME, GOLD, Stream, iso, key, mix, uid
 
 DRIVER = "550.127.05"
 GI_KI = 1024 * 1024
+JOB_SHARE_ANNOTATION = "fleet.example.com/job-share"  # a namespace's share of a simulated fleet's jobs
 
 NOT_READY_MESSAGE = (
     "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
@@ -145,7 +151,10 @@ def node_object(
         if kind.mig:
             node_labels["nvidia.com/mig.config"] = kind.mig_config
             node_labels["nvidia.com/mig.config.state"] = "success"
-            capacity[GPU] = allocatable[GPU] = "0"
+            # Mixed strategy: the GPUs the MIG layout leaves whole are offered as nvidia.com/gpu, as the device
+            # plugin does (a GPU has seven compute slices; ``mig-3g.40gb`` takes three).
+            slices = sum(int(profile[4 : profile.index("g.")]) * count for profile, count in kind.mig)
+            capacity[GPU] = allocatable[GPU] = str(max(0, shape.gpus - -(-slices // 7)))
             for profile, count in kind.mig:
                 capacity[f"nvidia.com/{profile}"] = allocatable[f"nvidia.com/{profile}"] = str(count)
                 node_labels[f"nvidia.com/{profile}.count"] = str(count)
@@ -273,9 +282,45 @@ def blueprint_from_list(document: dict) -> list[dict]:
     ]
 
 
-def node_list(nodes: list[dict]) -> dict:
-    """A ``NodeList`` of ``nodes``, as ``kubectl get nodes -o json`` prints it."""
-    return {"apiVersion": "v1", "items": nodes, "kind": "List", "metadata": {"resourceVersion": ""}}
+def blueprint_namespaces(document: dict) -> dict[str, int] | None:
+    """The job share of each Namespace item of a blueprint List, by name; None when it has none."""
+    shares = {}
+    for item in document.get("items") or []:
+        if isinstance(item, dict) and item.get("kind") == "Namespace" and (item.get("metadata") or {}).get("name"):
+            share = str((item["metadata"].get("annotations") or {}).get(JOB_SHARE_ANNOTATION, "1"))
+            shares[str(item["metadata"]["name"])] = int(share) if share.isdigit() else 1
+    return shares or None
+
+
+def blueprint_pods(document: dict) -> list[dict]:
+    """The Pod items of a blueprint List: the fleet's standing workloads."""
+    return [
+        item
+        for item in document.get("items") or []
+        if isinstance(item, dict) and item.get("kind") == "Pod" and (item.get("metadata") or {}).get("name")
+    ]
+
+
+def namespace_object(name: str, share: int) -> dict:
+    """A Namespace whose share of a simulated fleet's jobs is ``share``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "annotations": {JOB_SHARE_ANNOTATION: str(share)},
+            "labels": {"kubernetes.io/metadata.name": name},
+            "name": name,
+        },
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    }
+
+
+def node_list(nodes: list[dict], *, namespaces: dict[str, int] | None = None, pods: Sequence[dict] = ()) -> dict:
+    """A ``List`` of ``nodes``, as ``kubectl get nodes -o json`` prints it; with ``namespaces`` (name -> job share)
+    and ``pods`` first and last, as ``kubectl get namespaces,nodes,pods -A -o json`` would."""
+    items = [namespace_object(name, share) for name, share in (namespaces or {}).items()] + nodes + list(pods)
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 
 
 def grown(nodes: list[dict], size: int | None, seed: int) -> list[dict]:

@@ -294,7 +294,7 @@ def _conditions(phase: str, created: str, started: str, init: bool) -> list[dict
 
 
 def _container_status(container: dict, phase: str, created: str, started: str, x: int, exit_code: int) -> dict:
-    image = container["image"]
+    image = container.get("image", "")
     if phase == "Pending":
         return _shared(
             ("waiting", container["name"], image),

@@ -18,6 +18,10 @@ The model:
   most of the epoch: Pending for its first seconds, then Running, then gone. A pod only starts on an available
   node. One pod per lane at a time, so a node's requests never exceed its allocatable resources.
 * Every node also runs a few static system pods (kube-proxy, node-exporter, the GPU operator's daemonsets).
+* Standing workloads (``workloads``, the Pod objects of a blueprint) come back run after run, each run lasting 1-4
+  hours: one bound to a node runs there, its requests kept off the node's lanes; one bound to no node waits,
+  Pending and unschedulable, for the whole run (a backlog the fleet never drains). Jobs' namespaces are drawn by
+  the shares ``namespaces`` gives them, so a fleet can be busier for some teams than for others.
 
 Results are memoised (the last ``pods()`` call's objects, each node's last object, the jobs of the last two
 times), which changes nothing but speed. Returned objects share parts with each other and between calls: treat
@@ -26,10 +30,12 @@ them as read-only, ``copy.deepcopy`` them before changing anything.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pools.engine.accounting import pod_resource_requests
 from pools.engine.errors import QuantityError
 from pools.engine.quantities import parse_quantity
 from pools.inventory.records import paused_gc
@@ -64,6 +70,12 @@ _MIG_LANE_SIZES = ((1, 0.6), (2, 0.4))
 _CPU_LANE_SIZES = ((250, 0.15), (500, 0.2), (1000, 0.3), (2000, 0.2), (4000, 0.1), (8000, 0.05))
 # In a snapshot, about one job pod in fifty has finished (Succeeded, or Failed one time in four).
 _FINISHED_SHARE = 50
+# A standing workload's run lasts 1-4 hours; then the next run starts (a new pod of the same template).
+_RUN_SECONDS = (3600, 14400)
+UNSCHEDULABLE_MESSAGE = (
+    "0/{nodes} nodes are available: {nodes} Insufficient nvidia.com/gpu. "
+    "preemption: 0/{nodes} nodes are available: {nodes} No preemption victims found for incoming pod."
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,18 @@ class FleetEvent:
 
     type: str  # "ADDED" | "MODIFIED" | "DELETED"
     object: dict  # a Kubernetes Node or Pod object
+
+
+@dataclass(slots=True)
+class _Standing:
+    """A standing workload: its Pod template, on ``node`` (None: it waits), and the rhythm of its runs."""
+
+    template: dict
+    key: int
+    length: int  # seconds a run lasts
+    phase: int
+    node: _NodeInfo | None
+    status: dict  # what a waiting run's status says (its PodScheduled condition's message)
 
 
 @dataclass(slots=True)
@@ -121,7 +145,9 @@ class Fleet:
     ``size``; without them the fleet is ``size`` nodes (default 40) of the catalogue's kinds. ``pool_labels``
     maps a node name to the pools whose label its job pods may carry; ``system_pods`` adds the static daemonset
     pods (kube-proxy, node-exporter, GPU operator) to every node; ``long_gpu_jobs`` is the share of GPU lanes whose
-    jobs run 20-80 minutes instead of 1-4.
+    jobs run 20-80 minutes instead of 1-4. ``namespaces`` are the jobs' namespaces, equally likely, or a mapping of
+    each to its share (whole numbers; 0: no job there). ``workloads`` are standing workloads (Pod objects; see the
+    module docstring); one bound to a node the fleet does not have is left out.
     """
 
     def __init__(
@@ -132,14 +158,18 @@ class Fleet:
         nodes: Sequence[dict] | None = None,
         pool_labels: Mapping[str, Sequence[str]] | None = None,
         tick_seconds: float = 5.0,
-        namespaces: Sequence[str] = ("team-a", "robotics", "sim", "infer", "research"),
+        namespaces: Sequence[str] | Mapping[str, int] = ("team-a", "robotics", "sim", "infer", "research"),
         system_pods: bool = True,
         long_gpu_jobs: float = 0.0,
+        workloads: Sequence[dict] = (),
     ):
         if tick_seconds <= 0:
             raise ValueError("tick_seconds must be positive")
+        if isinstance(namespaces, Mapping):
+            # A table with each namespace as many times as its share: a job's hash picks one place in it.
+            namespaces = [str(name) for name, share in namespaces.items() for _ in range(int(share))]
         if not namespaces:
-            raise ValueError("namespaces must not be empty")
+            raise ValueError("namespaces must not be empty (nor all their shares 0)")
         if size is not None and size < 0:
             raise ValueError("size must not be negative")
         if not 0 <= long_gpu_jobs <= 1:
@@ -156,9 +186,15 @@ class Fleet:
             names = [node["metadata"]["name"] for node in node_objects]
             if len(set(names)) != len(names):
                 raise ValueError("node names must be unique")
-            self._build(node_objects, pool_labels or {}, system_pods)
+            self._build(node_objects, pool_labels or {}, system_pods, workloads)
 
-    def _build(self, node_objects: list[dict], pool_labels: Mapping[str, Sequence[str]], system_pods: bool) -> None:
+    def _build(
+        self,
+        node_objects: list[dict],
+        pool_labels: Mapping[str, Sequence[str]],
+        system_pods: bool,
+        workloads: Sequence[dict],
+    ) -> None:
         self._nodes: list[_NodeInfo] = []
         # Per node, its lanes as (lane id, epoch length, phase, key, busy threshold): the hot loop reads these.
         self._node_lanes: list[list[tuple[int, int, int, int, int]]] = []
@@ -172,13 +208,24 @@ class Fleet:
         self._jobs_memo: list[tuple[float, dict]] = []
         self._node_cache: list[tuple[tuple[int, int | None], dict] | None] = [None] * len(node_objects)
         used_names: set[str] = set()
+        names = {node["metadata"]["name"] for node in node_objects}
+        standing = [pod for pod in workloads if (pod.get("spec") or {}).get("nodeName", "") in names | {""}]
+        reserved: dict[str, list[dict]] = {}  # node name -> the requests of the standing workloads it runs
+        for pod in standing:
+            if pod["spec"].get("nodeName"):
+                reserved.setdefault(pod["spec"]["nodeName"], []).append(pod_resource_requests(pod["spec"]))
+        by_name: dict[str, _NodeInfo] = {}
         for index, node in enumerate(node_objects):
             info = self._node_info(node, _pool_names(pool_labels.get(node["metadata"]["name"])))
             self._nodes.append(info)
+            by_name[info.name] = info
             system = [ds for ds in objects.DAEMONSETS if not ds[5] or _is_gpu_node(info.base)] if system_pods else []
-            self._node_lanes.append(self._layout(info, index, system) if info.live else [])
+            lanes = self._layout(info, index, system, reserved.get(info.name, ())) if info.live else []
+            self._node_lanes.append(lanes)
             for daemonset in system:
                 self._system.append(self._system_pod(info, daemonset, used_names))
+        self._standing = [self._standing_of(pod, by_name, len(node_objects)) for pod in standing]
+        self._standing_cache: dict[tuple[int, int], dict] = {}
 
     # -- construction ------------------------------------------------------------------------------------------
     def _node_info(self, node: dict, pools: tuple[str, ...]) -> _NodeInfo:
@@ -216,14 +263,19 @@ class Fleet:
             pools=pools,
         )
 
-    def _layout(self, info: _NodeInfo, node_index: int, system: list) -> list[tuple[int, int, int, int, int]]:
-        """Divide a node's GPUs (MIG devices, time-sliced replicas) and part of its CPUs into lanes."""
+    def _layout(
+        self, info: _NodeInfo, node_index: int, system: list, reserved: Sequence[Mapping] = ()
+    ) -> list[tuple[int, int, int, int, int]]:
+        """Divide a node's GPUs (MIG devices, time-sliced replicas) and part of its CPUs into lanes, after the
+        daemonsets' and the standing workloads' (``reserved``: their requests) share."""
         rng = Stream("lanes", self.seed, info.name)
         allocatable = info.base["status"].get("allocatable") or info.base["status"].get("capacity") or {}
         cpu_m = int(_amount(allocatable.get("cpu")) * 1000) - sum(ds[3] for ds in system)
+        cpu_m -= int(sum(float(requests.get("cpu", 0)) for requests in reserved) * 1000)
         memory = int(_amount(allocatable.get("memory"))) - sum(ds[4] for ds in system)
-        max_pods = int(_amount(allocatable.get("pods")) or 110)
-        gpu_units = int(_amount(allocatable.get(GPU)))
+        memory -= int(sum(float(requests.get("memory", 0)) for requests in reserved))
+        max_pods = int(_amount(allocatable.get("pods")) or 110) - len(reserved)
+        gpu_units = max(0, int(_amount(allocatable.get(GPU))) - int(sum(float(r.get(GPU, 0)) for r in reserved)))
         mig = sorted(
             (str(resource), int(_amount(value)))
             for resource, value in allocatable.items()
@@ -332,6 +384,87 @@ class Fleet:
             status=status,
             created=created,
         )
+
+    def _standing_of(self, pod: dict, nodes: Mapping[str, _NodeInfo], node_count: int) -> _Standing:
+        metadata = pod.get("metadata") or {}
+        x = key("standing", self.seed, metadata.get("namespace", ""), metadata.get("name", ""))
+        low, high = _RUN_SECONDS
+        length = low + x % (high - low + 1)
+        node = nodes.get((pod.get("spec") or {}).get("nodeName", ""))
+        message = next(
+            (
+                str(condition.get("message") or "")
+                for condition in (pod.get("status") or {}).get("conditions") or []
+                if isinstance(condition, dict) and condition.get("type") == "PodScheduled"
+            ),
+            "",
+        ) or UNSCHEDULABLE_MESSAGE.format(nodes=node_count)
+        status = {
+            "conditions": [
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": "",
+                    "message": message,
+                    "reason": "Unschedulable",
+                    "status": "False",
+                    "type": "PodScheduled",
+                }
+            ],
+            "phase": "Pending",
+            "qosClass": "Burstable",
+        }
+        return _Standing(pod, x, length, (x >> 20) % length, node, status)
+
+    def _standing_run(self, standing: _Standing, t: float) -> tuple[int, int]:
+        """(run number, start) of a standing workload's run at ``t``."""
+        run = int((t + standing.phase) // standing.length)
+        return run, run * standing.length - standing.phase
+
+    def _standing_pod(self, index: int, t: float) -> dict:
+        """The pod of standing workload ``index``'s run at ``t`` (memoised by run: it does not change in a run)."""
+        standing = self._standing[index]
+        run, start = self._standing_run(standing, t)
+        cached = self._standing_cache.get((index, run))
+        if cached is not None:
+            return cached
+        if len(self._standing_cache) > 4 * len(self._standing):
+            self._standing_cache = {}
+        template, x = standing.template, mix(standing.key + run * GOLD)
+        metadata = dict(template.get("metadata") or {})
+        created = iso(start)
+        metadata.update(
+            name=f"{metadata.get('name', 'workload')}-{suffix(x)}",
+            uid=uid(x, mix(x ^ GOLD)),
+            creationTimestamp=created,
+            resourceVersion=str(self._tick_of(start)),
+        )
+        spec = dict(template.get("spec") or {})
+        node = standing.node
+        if node is None:
+            spec.pop("nodeName", None)
+            status = copy.deepcopy(standing.status)
+            status["conditions"][0]["lastTransitionTime"] = created
+        else:
+            status = objects.pod_status(
+                "Running",
+                containers=spec.get("containers") or [],
+                init=spec.get("initContainers"),
+                host_ip=node.host_ip,
+                pod_ip=f"10.{192 + index // 250 % 60}.{index % 250}.{x % 250 + 2}",
+                created=created,
+                started=created,
+                x=x,
+            )
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+        self._standing_cache[(index, run)] = pod
+        return pod
+
+    def _standing_pods(self, t: float, *, bound_only: bool = False) -> list[dict]:
+        return [
+            self._standing_pod(index, t)
+            for index, standing in enumerate(self._standing)
+            if standing.node is not None or not bound_only
+        ]
 
     # -- time ----------------------------------------------------------------------------------------------------
     def _tick_of(self, seconds: float) -> int:
@@ -536,21 +669,25 @@ class Fleet:
         return nodes
 
     def pods(self, now: float) -> list[dict]:
-        """The Pending and Running pods at ``now``: system pods, then job pods by node and lane."""
+        """The Pending and Running pods at ``now``: system pods, standing workloads, then job pods by node and lane."""
         _, t = self._time(now)
         with paused_gc():
             return self._pods(t)
 
     def gpu_pods(self, now: float) -> list[dict]:
-        """The Pending and Running job pods holding GPUs at ``now`` (a history of utilization needs only those)."""
+        """The Pending and Running job pods holding GPUs at ``now``, standing ones included (a history of
+        utilization needs only those)."""
         _, t = self._time(now)
         with paused_gc():
-            return [self._pod(lane_id, job) for lane_id, job in self._jobs(t).items() if lane_id in self._gpu_lanes]
+            standing = [pod for pod in self._standing_pods(t, bound_only=True) if _holds_gpus(pod)]
+            return standing + [
+                self._pod(lane_id, job) for lane_id, job in self._jobs(t).items() if lane_id in self._gpu_lanes
+            ]
 
     def _pods(self, t: float) -> list[dict]:
         # Memoised: a job's object at a phase never changes, so the last call's objects are reused.
         cache, fresh = self._pod_cache, {}
-        pods = list(self._system)
+        pods = list(self._system) + self._standing_pods(t)
         for lane_id, job in self._jobs(t).items():
             cache_key = (lane_id, job[0], job[3])
             pod = cache.get(cache_key)
@@ -568,19 +705,21 @@ class Fleet:
     def snapshot(self, now: float, pods: int) -> tuple[list[dict], list[dict]]:
         """(nodes, pods) at ``now`` with exactly ``pods`` pods, as a cluster lists them at one moment.
 
-        The system pods, then job pods: those of ``state(now)``, fewer or more (busy lanes left idle, idle lanes
-        given their epoch's job) to make the count, and about 2 % that finished earlier and wait to be deleted
-        (they use no resources). Raises ValueError when the count is below the system pods or past what the
-        lanes hold. Not for watching: ``events`` knows nothing of what a snapshot adds or leaves out.
+        The system pods and standing workloads, then job pods: those of ``state(now)``, fewer or more (busy lanes
+        left idle, idle lanes given their epoch's job) to make the count, and about 2 % that finished earlier and
+        wait to be deleted (they use no resources). Raises ValueError when the count is below the system pods and
+        standing workloads or past what the lanes hold. Not for watching: ``events`` knows nothing of what a
+        snapshot adds or leaves out.
         """
         _, t = self._time(now)
         lanes = [lane for node_lanes in self._node_lanes for lane in node_lanes]
-        wanted = pods - len(self._system)
+        fixed = list(self._system) + self._standing_pods(t)
+        wanted = pods - len(fixed)
         if wanted < 0:
-            raise ValueError(f"pods must be at least {len(self._system)}, the system pods of these nodes")
+            raise ValueError(f"pods must be at least {len(fixed)}, the system pods and standing workloads")
         finished = wanted // _FINISHED_SHARE
         if wanted - finished > len(lanes) or (finished and not lanes):
-            raise ValueError(f"at most {len(self._system) + len(lanes)} pods fit on these nodes")
+            raise ValueError(f"at most {len(fixed) + len(lanes)} pods fit on these nodes")
         with paused_gc():
             jobs = self._jobs(t)
             # Lanes in an order of their own (by hash), so what is kept or added spreads over the fleet.
@@ -591,8 +730,7 @@ class Fleet:
             for lane in idle[: wanted - finished - len(chosen)]:
                 epoch, x, begin = self._lane_epoch(lane, t)
                 chosen[lane[0]] = (epoch, x, begin, "Running", 0)
-            result = list(self._system)
-            result += [self._pod(lane_id, job) for lane_id, job in sorted(chosen.items())]
+            result = fixed + [self._pod(lane_id, job) for lane_id, job in sorted(chosen.items())]
             for number in range(finished):
                 lane = order[number % len(order)]
                 epoch, x, begin = self._lane_epoch(lane, t)
@@ -641,7 +779,15 @@ class Fleet:
         for lane_id, job in new.items():
             if lane_id not in old:
                 added.append(FleetEvent("ADDED", pod(lane_id, job)))
+        for index, standing in enumerate(self._standing):  # a new run: the last run's pod goes, the next comes
+            if self._standing_run(standing, a)[0] != self._standing_run(standing, b)[0]:
+                events.append(FleetEvent("DELETED", self._standing_pod(index, a)))
+                added.append(FleetEvent("ADDED", self._standing_pod(index, b)))
         return events + added
+
+
+def _holds_gpus(pod: dict) -> bool:
+    return any(str(resource).startswith("nvidia.com/") for resource in pod_resource_requests(pod.get("spec") or {}))
 
 
 def _pool_names(pools: str | Sequence[str] | None) -> tuple[str, ...]:

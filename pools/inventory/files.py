@@ -30,6 +30,12 @@ def inventory_dir() -> str:
     return os.path.realpath(settings.GPUPOOL_INVENTORY_DIR)
 
 
+def node_labels_path(backend: str) -> str:
+    """Where the node labels written to simulated backend ``backend`` are kept (``node_labels``): below the
+    inventory directory, beside the blueprints."""
+    return os.path.join(inventory_dir(), "node-labels", f"{backend}.json")
+
+
 def kubeconfig_dir() -> str:
     """The directory a ``kubernetes`` backend's kubeconfig may be read from (``GPUPOOL_KUBECONFIG_DIR``): the
     console never reads another cluster's credentials because a backend's document names their file."""

@@ -11,7 +11,8 @@ it reads the next.
 - ``kubernetes``: the API server, through the official client but reading raw JSON (its model
   deserialisation costs several times more than the whole sync), paginated, watched with bookmarks.
 - ``simulated``: a seeded GPU fleet whose pods come and go with time (``pools.fleet.Fleet``), made of the
-  catalogue's kinds or of the nodes of a blueprint List.
+  catalogue's kinds or of the nodes of a blueprint List (with its namespaces and standing workloads). Its node
+  labels can be written as a cluster's are, kept in an overlay (``node_labels``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from urllib.parse import quote, urlsplit
 from pools.choices import BackendKind
 from pools.configs import parse_document
 from pools.engine.errors import ConfigError
-from pools.fleet import Fleet, blueprint_from_list
+from pools.fleet import Fleet, blueprint_from_list, blueprint_namespaces, blueprint_pods
 
-from .files import confined_kubeconfig, read_inventory_text
+from .files import confined_kubeconfig, node_labels_path, read_inventory_text
+from .node_labels import NodeLabelOverlay, entry_patched, overlaid
 from .records import Inventory, InventoryError, add_objects, inventory_from_list, paused_gc
 from .wire import decode_event, decode_list, decode_object, decode_versions
 
@@ -652,7 +654,10 @@ class SimulatedSource:
 
     ``pool_labels`` says which pools each node belongs to (so generated pods carry the label of a pool
     that holds their node): a mapping, or a function of the fleet's node objects that the service
-    passes, since the nodes only exist once the fleet is built.
+    passes, since the nodes only exist once the fleet is built. A blueprint's Namespace items are where its
+    jobs run and its Pod items its standing workloads (``pools.fleet.nodes``). With ``labels_path``, node labels
+    written to it (``patch_node_labels``, as ``KubernetesSource``'s) are kept there and seen by every list, read
+    and watch after.
     """
 
     def __init__(
@@ -663,40 +668,110 @@ class SimulatedSource:
         blueprint_path: str = "",
         pool_labels=None,
         clock: Callable[[], float] = time.time,
+        labels_path: str = "",
     ):
-        blueprint = None
+        blueprint, options = None, {}
         if blueprint_path:
-            blueprint = blueprint_from_list(read_inventory_document(blueprint_path))
+            document = read_inventory_document(blueprint_path)
+            blueprint = blueprint_from_list(document)
+            options["workloads"] = blueprint_pods(document)
+            if namespaces := blueprint_namespaces(document):
+                options["namespaces"] = namespaces
         self.fleet = Fleet(
             seed=seed,
             size=size,
             nodes=blueprint,
             pool_labels=None if callable(pool_labels) else pool_labels,
             long_gpu_jobs=LONG_GPU_JOBS,
+            **options,
         )
         self.clock = clock
+        self.overlay = NodeLabelOverlay(labels_path) if labels_path else None
+        self._listed: dict = {}  # the overlay's entries the last list showed: a watch goes on from them
         if callable(pool_labels):
-            self.fleet.set_pool_labels(pool_labels(self.fleet.nodes(self.clock())))
+            self.fleet.set_pool_labels(pool_labels(self._overlaid(self.fleet.nodes(self.clock()))))
+
+    def _overlaid(self, nodes: list[dict]) -> list[dict]:
+        """The fleet's nodes with the labels written to them."""
+        entries = self.overlay.entries() if self.overlay is not None else {}
+        if not entries:
+            return nodes
+        return [overlaid(node, entries.get(node["metadata"]["name"])) for node in nodes]
 
     def list_inventory(self) -> Inventory:
         now = self.clock()
         nodes, pods, _ = self.fleet.state(now)
         inventory = Inventory(resource_versions={"nodes": repr(now), "pods": repr(now)})
-        add_objects(inventory, nodes, default_kind="Node")
+        self._listed = self.overlay.entries() if self.overlay is not None else {}
+        add_objects(inventory, self._overlaid(nodes), default_kind="Node")
         add_objects(inventory, pods, default_kind="Pod")
         return inventory
 
     def ping(self) -> None:
         """A simulated fleet is always there."""
 
+    def list_nodes(self) -> list[dict]:
+        """Every node of the fleet now, with the labels written to it."""
+        return self._overlaid(self.fleet.nodes(self.clock()))
+
+    def read_node(self, name: str) -> dict:
+        """One node now, with the labels written to it (NodeGone when the fleet has no such node)."""
+        for node in self.list_nodes():
+            if node["metadata"]["name"] == name:
+                return node
+        raise NodeGone(f"reading node {name}: it does not exist (HTTP 404)")
+
+    def patch_node_labels(self, name: str, labels: Mapping[str, str | None], *, resource_version: str = "") -> dict:
+        """Set labels on a node (``None`` removes one), as a JSON merge patch does; returns the updated Node object.
+
+        With ``resource_version`` the patch applies only to that version of the node: NodeChanged when it changed
+        since (a write, or the fleet's own change), NodeGone when the fleet has no such node. The write is kept in
+        the overlay file (``node_labels``), where every process's next list, read and watch find it.
+        """
+        if self.overlay is None:
+            raise InventoryError("this simulated backend keeps no node labels")
+        base = next((node for node in self.fleet.nodes(self.clock()) if node["metadata"]["name"] == name), None)
+        if base is None:
+            raise NodeGone(f"labelling node {name}: it does not exist (HTTP 404)")
+
+        def change(entry):
+            current = overlaid(base, entry)
+            if resource_version and current["metadata"]["resourceVersion"] != resource_version:
+                raise NodeChanged(f"labelling node {name}: it changed meanwhile (HTTP 409 Conflict)")
+            patched = entry_patched(base["metadata"].get("labels") or {}, entry, labels)
+            return patched, overlaid(base, patched)
+
+        return self.overlay.update(name, change)
+
     def watch(self, resource_versions: Mapping[str, str], stop: threading.Event) -> Iterator[list[WatchEvent]]:
+        """The fleet's changes each second; a node whose labels were written (by any process) comes as MODIFIED."""
         since = float(resource_versions.get("pods") or self.clock())
+        entries = self._listed
         while not stop.wait(1.0):
             until = self.clock()
-            yield [
-                WatchEvent(event.type, "nodes" if event.object.get("kind") == "Node" else "pods", event.object)
-                for event in self.fleet.events(since, until)
+            events = self.fleet.events(since, until)
+            written: set[str] = set()
+            current = self.overlay.entries() if self.overlay is not None else entries
+            if current is not entries:  # the file changed (it is read again only then)
+                previous, entries = entries, current
+                written = {name for name in previous.keys() | entries.keys() if previous.get(name) != entries.get(name)}
+            batch = [
+                WatchEvent(
+                    event.type,
+                    "nodes",
+                    overlaid(event.object, entries.get(event.object["metadata"]["name"])),
+                )
+                if event.object.get("kind") == "Node"
+                else WatchEvent(event.type, "pods", event.object)
+                for event in events
             ]
+            if written:
+                batch += [
+                    WatchEvent("MODIFIED", "nodes", node)
+                    for node in self._overlaid(self.fleet.nodes(until))
+                    if node["metadata"]["name"] in written
+                ]
+            yield batch
             since = until
 
 
@@ -708,5 +783,9 @@ def source_for(backend, *, pool_labels: Mapping[str, Sequence[str]] | None = Non
         kubeconfig = confined_kubeconfig(backend.kubeconfig) if backend.kubeconfig and not backend.in_cluster else ""
         return KubernetesSource(kubeconfig=kubeconfig, context=backend.context, in_cluster=backend.in_cluster)
     return SimulatedSource(
-        seed=backend.seed or 0, size=backend.size, blueprint_path=backend.source, pool_labels=pool_labels
+        seed=backend.seed or 0,
+        size=backend.size,
+        blueprint_path=backend.source,
+        pool_labels=pool_labels,
+        labels_path=node_labels_path(backend.name),
     )

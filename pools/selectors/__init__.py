@@ -12,6 +12,7 @@
 - ``utilization``: GPU utilization: the devices' readers, idle GPUs, GPU-hours, the pools' and nodes' history
 - ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
 - ``charts``: the data of every chart, in one shape
+- ``effects``: what a config change would move before it is saved: nodes, GPUs, workloads, quota warnings
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
 operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
@@ -29,6 +30,7 @@ from .capacity import (
     pool_list,
     pool_node_summary,
     pool_totals,
+    pool_usage_where,
     summary_products,
     usage_samples_visible,
     usage_series,
@@ -60,6 +62,7 @@ from .configs import (
     revision_summary,
     snapshot_diff,
 )
+from .effects import ChangePlacements, change_placements, config_change_effect, hidden_nodes_would_move
 from .gpuctl import (
     gpuctl_node_detail,
     gpuctl_nodes,
@@ -134,11 +137,13 @@ from .quotas import (
 )
 from .units import (
     department_table,
+    departments_managed,
     project_table,
     quota_dashboard,
     quota_grid,
     quota_pool_totals,
     quota_series,
+    unit_editor,
 )
 from .utilization import (
     GPU_HOURS_COLUMNS,

@@ -12,19 +12,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
-from django.db.models import Max, Q, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from accounts import access
 
 from ..choices import NodeStatus
-from ..engine.accounting import NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting
+from ..engine.accounting import TERMINATED_PHASES, NodeGpu, PoolGpu, PoolGpuInput, pool_gpu_accounting
 from ..engine.permissions import VIEW_POOL
 from ..filtersets import PoolFilterSet, filtered
 from ..models import (
     Backend,
     Node,
     NodeGroupSums,
+    NodeMembership,
+    Pod,
     Pool,
     PoolPodUsage,
     UsageSample,
@@ -166,6 +168,50 @@ def pool_gpu_summary(
     return {int(key): value for key, value in pool_gpu_accounting(inputs, nodes).items()}
 
 
+def pool_usage_where(pool: Pool) -> dict | None:
+    """Where the GPUs of a pool's own workloads (``total_usage``) are (SEMANTICS §6.1): ``on_nodes`` on its node
+    set, ``outside`` on other nodes (a misconfiguration to look at: ``outside_nodes`` names them, most GPUs
+    first, with the pods' GPUs and count) and ``waiting`` in pods bound to no node yet, so that the three add up
+    to ``total_usage`` (each rounded up as it is). None for a pool whose usage is what runs on its nodes (label
+    and default pools, §8): none of it can be elsewhere. The caller has checked the pool is visible."""
+    if pool.pk in node_based_pools(
+        [{"id": pool.pk, "name": pool.name, "backend_id": pool.backend_id, "node_label": pool.node_label}],
+        [pool.backend_id],
+    ):
+        return None
+    gpu = pool_gpu_summary([pool.backend_id])[pool.pk]
+    set_ids = [int(key) for key in gpu.node_set]
+    pods = (
+        Pod.objects.filter(backend_id=pool.backend_id, pool_name=pool.name, gpu__gt=0)
+        .exclude(phase__in=TERMINATED_PHASES)
+        .order_by()
+    )
+    inside = NodeMembership.objects.filter(pool_id__in=set_ids).values("node__name")
+    outside = [
+        {"node": row["node_name"], "gpus": _whole(row["gpus"]), "pods": row["pods"]}
+        for row in pods.exclude(node_name="")
+        .exclude(node_name__in=inside)
+        .values("node_name")
+        .annotate(gpus=Sum("gpu"), pods=Count("id"))
+        .order_by("-gpus", "node_name")
+    ]
+    waiting = pods.filter(node_name="").aggregate(gpus=Sum("gpu"))["gpus"] or Decimal(0)
+    outside_gpus = _whole(sum((Decimal(row["gpus"]) for row in outside), Decimal(0)))
+    waiting_gpus = _whole(waiting)
+    return {
+        "total_usage": gpu.total_usage,
+        "on_nodes": max(0, gpu.total_usage - outside_gpus - waiting_gpus),
+        "outside": outside_gpus,
+        "outside_nodes": outside,
+        "waiting": waiting_gpus,
+    }
+
+
+def _whole(value) -> int:
+    """GPUs as a whole number, rounded up as §6 rounds usage."""
+    return int(Decimal(value or 0).to_integral_value(rounding="ROUND_CEILING"))
+
+
 def every_pool() -> list[dict]:
     """Every pool, by name, with the columns ``pool_list`` reads (one query; not a pool's documents, which are JSON
     to decode)."""
@@ -256,13 +302,15 @@ def summary_products(summary: dict) -> list[str]:
 
 
 def pool_totals(rows: list[dict]) -> dict:
-    """The totals of ``pool_list``'s rows (SEMANTICS §6.1): GPUs used added up over the pools (a pod counts in its
-    own pool only); capacity and free GPUs once per node set, so pools that share nodes count them once."""
+    """The totals of ``pool_list``'s rows (SEMANTICS §6.1): capacity, free GPUs and GPUs used on the nodes once per
+    node set, so pools that share nodes count them once (``used_on_nodes + total_free = total_capacity`` holds for
+    the totals as for each row); the pools' own usage added up over the pools (a pod counts in its own pool only)."""
     node_sets = {tuple(row["node_set"]): row["gpu"] for row in rows}
     return {
         "total_usage": sum(row["gpu"]["total_usage"] for row in rows),
         "total_capacity": sum(gpu["total_capacity"] for gpu in node_sets.values()),
         "total_free": sum(gpu["total_free"] for gpu in node_sets.values()),
+        "used_on_nodes": sum(gpu["used_on_nodes"] for gpu in node_sets.values()),
         "node_sets": len(node_sets),
     }
 
@@ -286,43 +334,72 @@ def gpu_product_usage() -> list[dict]:
     ]
 
 
-def history_condition(samples, *, since, until) -> Q:
-    """Which of ``samples`` (usage or utilization samples of one series) make its history over [since, until]:
-    minute samples for up to two days; past that the hourly ones, then the minute samples after the last hourly one
-    (the hours the compaction has not reached yet), so the newest part of a long period is never blank."""
-    minutes = Q(resolution=UsageSample.Resolution.MINUTE, at__gte=since, at__lte=until)
-    if until - since <= timedelta(days=2):
-        return minutes
-    hours = Q(resolution=UsageSample.Resolution.HOUR, at__gte=since, at__lte=until)
-    last = samples.filter(hours).aggregate(last=Max("at"))["last"]
-    return hours | (minutes & Q(at__gte=last + timedelta(hours=1))) if last else hours | minutes
+# A chart of a window up to this long reads minute samples; a longer one hourly samples (SEMANTICS §6.1: one
+# resolution per chart, minutes within the last hours, then hours).
+MINUTE_SERIES_SPAN = timedelta(hours=6)
+
+
+def series_resolution(*, since, until) -> str:
+    """The one resolution of a series over [since, until]: ``minute`` up to ``MINUTE_SERIES_SPAN``, else ``hour``."""
+    minute = until - since <= MINUTE_SERIES_SPAN
+    return str(UsageSample.Resolution.MINUTE if minute else UsageSample.Resolution.HOUR)
+
+
+def history(samples, *, since, until, figures: tuple[str, ...], read) -> tuple[str, list[dict]]:
+    """One series of sampled history (usage or utilization) over [since, until], at one resolution
+    (``series_resolution``), oldest first: ``(resolution, rows)``, each row ``at`` and ``figures``.
+
+    ``read(queryset)`` gives the rows of a queryset of ``samples`` as dicts of ``at`` and ``figures``, one per
+    moment. An hourly series is the hourly samples, then, for the hours the compaction has not reached yet
+    (the current one, or after a pause), the average of their minute samples, as the compaction will make it;
+    no hour is drawn from a mix. Hours without any sample are simply absent (the chart draws a gap).
+    """
+    resolution = series_resolution(since=since, until=until)
+    window = Q(at__gte=since, at__lte=until)
+    if resolution == UsageSample.Resolution.MINUTE:
+        return resolution, list(read(samples.filter(window, resolution=resolution).order_by("at")))
+    hours = list(read(samples.filter(window, resolution=resolution).order_by("at")))
+    after = hours[-1]["at"] + timedelta(hours=1) if hours else since
+    minutes = read(samples.filter(window, resolution=UsageSample.Resolution.MINUTE, at__gte=after).order_by("at"))
+    by_hour: dict = {}
+    for row in minutes:
+        by_hour.setdefault(row["at"].replace(minute=0, second=0, microsecond=0), []).append(row)
+    for hour, rows in sorted(by_hour.items()):
+        hours.append(
+            {
+                "at": hour,
+                **{
+                    figure: (
+                        sum(values) / len(values)
+                        if (values := [row[figure] for row in rows if row[figure] is not None])
+                        else None
+                    )
+                    for figure in figures
+                },
+            }
+        )
+    return resolution, hours
+
+
+USAGE_FIGURES = ("used", "capacity", "quota_used", "quota_limit")
 
 
 def usage_series(*, scope: str, key: str, since, until=None) -> list[dict]:
-    """Samples of one pool or GPU product between two times (``history_condition``).
+    """Samples of one pool, GPU product or pool's quota between two times, at one resolution (``history``).
 
     Samples of the same time from several backends (a product in several clusters) are added up.
     """
 
     until = until or timezone.now()
-    samples = UsageSample.objects.filter(scope=scope, key=key)
-    rows = (
-        samples.filter(history_condition(samples, since=since, until=until))
-        .values("at", "resolution")
-        .annotate(
-            used=Sum("used"), capacity=Sum("capacity"), quota_used=Sum("quota_used"), quota_limit=Sum("quota_limit")
-        )
-        .order_by("at")
+
+    def read(queryset):
+        return queryset.values("at").annotate(**{figure: Sum(figure) for figure in USAGE_FIGURES}).order_by("at")
+
+    resolution, rows = history(
+        UsageSample.objects.filter(scope=scope, key=key), since=since, until=until, figures=USAGE_FIGURES, read=read
     )
     return [
-        {
-            "at": row["at"].isoformat(),
-            "used": row["used"],
-            "capacity": row["capacity"],
-            "quota_used": row["quota_used"],
-            "quota_limit": row["quota_limit"],
-            "resolution": row["resolution"],
-        }
+        {"at": row["at"].isoformat(), **{figure: row[figure] for figure in USAGE_FIGURES}, "resolution": resolution}
         for row in rows
     ]
 

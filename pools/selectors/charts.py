@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 from ..models import UsageSample
-from ..querysets import sees_whole_fleet
-from .capacity import pool_node_summary, summary_products, usage_series
+from .capacity import series_resolution, usage_series
 from .gpuctl import node_get
 from .pools import pool_get
 from .utilization import PERIODS, node_utilization_series, utilization_series, utilization_source
@@ -35,9 +34,31 @@ def chart_window(period: str | None, *, now: datetime | None = None) -> tuple[st
     return period, end - PERIODS[period], end
 
 
-def chart(*, times: list[float], series: list[dict], start: datetime, end: datetime, **extra) -> dict:
-    """A chart's data, the same shape for every chart (see the module's docstring)."""
+def chart(*, times: list[float], series: list[dict], start: datetime, end: datetime, step: float = 0, **extra) -> dict:
+    """A chart's data, the same shape for every chart (see the module's docstring).
+
+    ``step`` is the seconds between the samples of the chart's one resolution: where two samples are further apart
+    than twice that, a moment without values is put between them, so the line breaks there instead of drawing
+    across the hours nobody measured (SEMANTICS §6.1: a gap, never a line or a zero)."""
+    if step and len(times) > 1:
+        gapped_times, gapped = [], [[] for _ in series]
+        for index, moment in enumerate(times):
+            if index and moment - times[index - 1] > 2 * step:
+                gapped_times.append(times[index - 1] + step)
+                for values in gapped:
+                    values.append(None)
+            gapped_times.append(moment)
+            for values, item in zip(gapped, series, strict=True):
+                values.append(item["values"][index])
+        times = gapped_times
+        series = [{**item, "values": values} for item, values in zip(series, gapped, strict=True)]
     return {"times": times, "start": start.timestamp(), "end": end.timestamp(), "series": series, **extra}
+
+
+def series_step(*, start: datetime, end: datetime) -> float:
+    """The seconds between two samples of a sampled series over [start, end] (``series_resolution``)."""
+    minute = series_resolution(since=start, until=end) == UsageSample.Resolution.MINUTE
+    return 60.0 if minute else 3600.0
 
 
 def _epoch(at: str) -> float:
@@ -50,33 +71,17 @@ def percent_of(part: float | None, whole: float | None) -> float | None:
 
 
 def pool_usage_chart(*, user, pool: str, period: str | None = None) -> dict:
-    """A pool's GPUs used, its capacity and its quota over the window; to readers of the whole fleet also its GPU
-    products' use in every pool (a sum over every pool, which a reader of some pools may not see)."""
+    """A pool's GPUs used, its node set's capacity and its quota over the window: the pool's own series only."""
     found = pool_get(pool, user=user)
     _, start, end = chart_window(period)
-    summary = pool_node_summary([found.name]).get(found.name, {"platforms": {}})
-    products = summary_products(summary) if sees_whole_fleet(user) else []
-    series = {"used": {}, "capacity": {}, "quota_limit": {}}
-    for sample in usage_series(scope=UsageSample.Scope.POOL, key=found.name, since=start):
-        for key in series:
-            series[key][sample["at"]] = sample[key]
-    for product in products:
-        series[product] = {
-            sample["at"]: sample["used"]
-            for sample in usage_series(scope=UsageSample.Scope.PRODUCT, key=product, since=start)
-        }
-    times = sorted({at for values in series.values() for at in values})
-    labelled = [
-        ("Used", series["used"]),
-        ("Capacity", series["capacity"]),
-        ("Quota", series["quota_limit"]),
-        *((f"{product} used (all pools)", series[product]) for product in products),
-    ]
+    samples = usage_series(scope=UsageSample.Scope.POOL, key=found.name, since=start, until=end)
+    labelled = (("Used", "used"), ("Capacity", "capacity"), ("Quota", "quota_limit"))
     return chart(
-        times=[_epoch(at) for at in times],
-        series=[{"label": label, "values": [values.get(at) for at in times]} for label, values in labelled],
+        times=[_epoch(sample["at"]) for sample in samples],
+        series=[{"label": label, "values": [sample[key] for sample in samples]} for label, key in labelled],
         start=start,
         end=end,
+        step=series_step(start=start, end=end),
     )
 
 
@@ -100,6 +105,7 @@ def pool_utilization_chart(*, user, pool: str, period: str | None = None) -> dic
         ],
         start=start,
         end=end,
+        step=series_step(start=start, end=end),
         unit="%",
         empty=empty,
         error=found.backend.utilization_error,
@@ -110,13 +116,14 @@ def quota_usage_chart(*, user, pool: str, period: str | None = None) -> dict:
     """A pool's departments' allocation against their deserved quota and the pool's capacity over the window."""
     pool_get(pool, user=user)
     _, start, end = chart_window(period)
-    samples = usage_series(scope=UsageSample.Scope.QUOTA, key=pool, since=start)
+    samples = usage_series(scope=UsageSample.Scope.QUOTA, key=pool, since=start, until=end)
     labelled = (("Allocated", "used"), ("Deserved", "quota_limit"), ("Capacity", "capacity"))
     return chart(
         times=[_epoch(sample["at"]) for sample in samples],
         series=[{"label": label, "values": [sample[key] for sample in samples]} for label, key in labelled],
         start=start,
         end=end,
+        step=series_step(start=start, end=end),
     )
 
 
@@ -145,6 +152,7 @@ def node_gpus_chart(*, user, node: str, backend: str | None = None, period: str 
         ],
         start=start,
         end=end,
+        step=series["step"],
         unit="%",
         empty=empty,
     )

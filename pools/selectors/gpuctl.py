@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts import access
 
-from ..choices import BackendKind, GpuctlPoolStatus, NodeStatus
+from ..choices import LABEL_WRITABLE_KINDS, GpuctlPoolStatus, NodeStatus
 from ..engine.errors import ConfigError, NotFound
 from ..engine.permissions import VIEW_POOL
 from ..models import Backend, Node, NodeMembership, Pod, Pool, placements_pairs
@@ -80,7 +80,7 @@ def gpuctl_pools(*, user, names=None) -> list[dict]:
             "description": row["description"],
             "status": GpuctlPoolStatus.of(status=row["status"], nodes=row["node_count"], default=row["default"]).value,
             "gpu_total": number(row["gpu"]["total_capacity"]),
-            "gpu_used": number(row["gpu"]["total_usage"]),
+            "gpu_used": number(row["gpu"]["used_on_nodes"]),  # with total and free, adds up (SEMANTICS §6.1)
             "gpu_free": number(row["gpu"]["total_free"]),
             "node_count": row["node_count"],
             "backend": row["backend"],
@@ -216,6 +216,6 @@ def node_labels(name: str, *, user, key: str | None = None, backend: str | None 
 
 
 def label_pool_backends(*, user) -> list[str]:
-    """The writable Kubernetes backends ``user`` may see (where gpuctl pools can be created)."""
-    backends = Backend.objects.restrict(user).filter(kind=BackendKind.KUBERNETES, writable=True).order_by("name")
+    """The writable backends ``user`` may see (kubernetes or simulated: where gpuctl pools can be created)."""
+    backends = Backend.objects.restrict(user).filter(kind__in=LABEL_WRITABLE_KINDS, writable=True).order_by("name")
     return list(backends.values_list("name", flat=True))

@@ -41,6 +41,7 @@ from ..models import (
     placements_pairs,
 )
 from ..querysets import node_status_q, visible_pool_ids
+from .capacity import node_based_pools
 from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
 from .quotas import projects_queryset
 from .whatif import project_quota_check
@@ -441,12 +442,20 @@ def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:
 
     One grouped query: the user is read out of the labels by the database, so no pod's labels are decoded here.
     The pods are found by their pool label alone and their backend checked on the groups: asked for both, the
-    planners (SQLite's always, PostgreSQL's before an ANALYZE) walk every pod of the backend instead.
+    planners (SQLite's always, PostgreSQL's before an ANALYZE) walk every pod of the backend instead. A label or
+    default pool's workloads are what runs on its nodes (SEMANTICS §8), and its pending pods labelled with it:
+    read from its memberships, which a config change recomputes at once.
     """
     pending = Q(phase="Pending")
+    pods = Pod.objects.filter(pool_name=pool.name)
+    row = {"id": pool.pk, "name": pool.name, "backend_id": pool.backend_id, "node_label": pool.node_label}
+    if node_based_pools([row], [pool.backend_id]):
+        names = NodeMembership.objects.filter(pool=pool).values("node__name")
+        pods = Pod.objects.filter(backend_id=pool.backend_id).filter(
+            Q(node_name__in=names) | Q(node_name="", pool_name=pool.name)
+        )
     rows = (
-        Pod.objects.filter(pool_name=pool.name)
-        .annotate(user=Coalesce(KeyTextTransform(user_label, "labels"), Value(""), output_field=TextField()))
+        pods.annotate(user=Coalesce(KeyTextTransform(user_label, "labels"), Value(""), output_field=TextField()))
         .values("backend_id", "namespace", "user")
         .annotate(running=Count("id", filter=~pending), pending=Count("id", filter=pending), gpu=Sum("gpu"))
         .order_by()

@@ -13,10 +13,12 @@ from decimal import Decimal
 from accounts.access import SYSTEM
 
 from .. import gate
-from ..choices import UnitStatus
+from ..choices import ConfigType, UnitStatus
+from ..configs import body_etag, department_body, project_body
 from ..engine.errors import NotFound
-from ..models import Pool, UsageSample
+from ..models import Department, Pool, Project, UsageSample
 from .capacity import usage_series
+from .configs import config_object
 from .quotas import departments_visible, pool_quota_capacity, projects_visible, quota_figures, quota_report
 
 BELOW_ABOVE_SHOWN = 5
@@ -115,6 +117,38 @@ def quota_grid(*, user, department: str | None = None) -> dict:
             }
         units[key]["cells"].append(row)
     return {"pools": pools, "rows": list(units.values()), "warnings": warnings}
+
+
+def departments_managed(*, user) -> list[str]:
+    """The departments ``user`` may see whose projects they may create and change (``gate.may_change_quota``), by
+    name: where a new project may go, and whose projects' forms to link."""
+    names = Department.objects.restrict(user).order_by("name").values_list("name", flat=True)
+    return [name for name in names if gate.may_change_quota(user, "project", name)]
+
+
+def unit_editor(*, user, kind: str, name: str | None = None) -> dict:
+    """What a department's or project's form opens with: its body as ``user`` may see it and the version it was read
+    at (nothing for a new one), the pools ``user`` may see (a quota on each), and for a project the departments it
+    may belong to. A project of a department ``user`` may not manage is refused (``AccessDenied``, 403) before its
+    form opens, in the words its change would be refused with."""
+    config_type = ConfigType.DEPARTMENT if kind == "department" else ConfigType.PROJECT
+    body = config_object(config_type=config_type, name=name, user=user) if name else {}
+    if name and kind == "project":
+        gate.project_change_check(user, body["department"])
+    return {
+        "body": body,
+        "version": _version(config_type, name) if name else "",
+        "pools": list(Pool.objects.restrict(user).order_by("name").values_list("name", flat=True)),
+        "departments": departments_managed(user=user) if kind == "project" else [],
+    }
+
+
+def _version(config_type: ConfigType, name: str) -> str:
+    """The version a change is held to (the API's ETag): of the whole body, quotas on pools hidden from the reader
+    included, which the change keeps as they are."""
+    if config_type == ConfigType.DEPARTMENT:
+        return body_etag(department_body(Department.objects.get(name=name)))
+    return body_etag(project_body(Project.objects.select_related("department").get(name=name)))
 
 
 def quota_dashboard(*, user, pool: str) -> dict:

@@ -28,6 +28,7 @@ from ..filtersets import ConsumptionFilterSet, IdleGpuFilterSet, filtered
 from ..fleet import dcgm
 from ..fleet.catalogue import GPU, MIG_PREFIX
 from ..inventory.records import GPU_REPLICAS_LABEL
+from ..inventory.sources import source_for
 from ..models import (
     Backend,
     GpuConsumption,
@@ -41,7 +42,7 @@ from ..models import (
     UtilizationSample,
 )
 from ..telemetry.prometheus import GpuReading, PrometheusClient, PrometheusError, gpu_utilization, label_matcher
-from .capacity import history_condition
+from .capacity import history
 from .gpuctl import USER_LABELS, node_get
 from .quotas import QUEUE_LABEL
 
@@ -61,6 +62,8 @@ IDLE_WORKLOAD_COLUMNS = (
     "node",
     "gpus",
     "idle_gpus",
+    "mig",
+    "idle_mig",
     "idle_since",
     "idle_for_seconds",
 )
@@ -79,7 +82,8 @@ class Device:
     util: float | None  # %
     memory_used: float  # MiB
     memory_total: float  # MiB
-    gpus: float  # ``engine.device_share``
+    gpus: float  # ``engine.device_share``: what the device weighs in averages and GPU-hours
+    profile: str = ""  # a MIG instance's profile as NVIDIA names it (``3g.40gb``); "" for a whole GPU or a share
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +140,18 @@ def node_replicas(backend: Backend, *, host: str = "") -> dict[str, int]:
 
 
 def _held_pods(backend: Backend, host: str = "") -> list[dict]:
-    """The pods bound to a node and holding GPUs or MIG devices, as Pod objects the simulated exporter reads."""
+    """The pods bound to a node and holding GPUs or MIG devices, as Pod objects the simulated exporter reads (with
+    the one label it reads, the behaviour a pod may declare)."""
     pods = Pod.objects.filter(backend=backend).exclude(node_name="").exclude(phase__in=("Succeeded", "Failed"))
     if host:
         pods = pods.filter(node_name=host)
     found = []
-    rows = pods.filter(Q(gpu__gt=0) | ~Q(mig_devices={})).values_list(
-        "namespace", "name", "uid", "node_name", "phase", "gpu", "mig_devices", "created"
+    rows = (
+        pods.filter(Q(gpu__gt=0) | ~Q(mig_devices={}))
+        .annotate(activity=KeyTextTransform(dcgm.ACTIVITY_LABEL, "labels"))
+        .values_list("namespace", "name", "uid", "node_name", "phase", "gpu", "mig_devices", "created", "activity")
     )
-    for namespace, name, uid, node_name, phase, gpu, mig, created in rows:
+    for namespace, name, uid, node_name, phase, gpu, mig, created, activity in rows:
         requests = {f"{MIG_PREFIX}{profile}": count for profile, count in (mig or {}).items()}
         whole = int(gpu or 0)  # a Run:ai fraction holds no whole device of the exporter's
         if whole > 0:
@@ -156,6 +163,7 @@ def _held_pods(backend: Backend, host: str = "") -> list[dict]:
                     "name": name,
                     "uid": uid,
                     "creationTimestamp": created.isoformat().replace("+00:00", "Z") if created else "",
+                    "labels": {dcgm.ACTIVITY_LABEL: activity} if activity else {},
                 },
                 "spec": {"nodeName": node_name, "containers": [{"name": "main", "resources": {"requests": requests}}]},
                 "status": {"phase": phase},
@@ -222,6 +230,7 @@ def exporter_devices(node_objects: list[dict], pods: list[dict], now: float) -> 
                 float(sample.fb_used),
                 float(sample.memory_mib),
                 share,
+                sample.gpu_instance_profile or "",
             )
         )
         if sample.pod:
@@ -270,6 +279,7 @@ def prometheus_devices(
                 used,
                 total,
                 engine.device_share(mig_profile=reading.gpu_instance_profile, replicas=replicas[reading.hostname]),
+                reading.gpu_instance_profile or "",
             )
         )
     return devices
@@ -357,7 +367,7 @@ def _held_gpus(rows: list[dict]) -> dict[tuple[int, str, str], float]:
                 slices = sum(
                     engine.device_share(mig_profile=profile) * int(count) for profile, count in (mig or {}).items()
                 )
-                held[(backend_id, namespace, name)] = float(gpu or 0) + slices
+                held[(backend_id, namespace, name)] = (float(gpu or 0) + slices, float(gpu or 0), dict(mig or {}))
     return held
 
 
@@ -374,8 +384,9 @@ def _idle(user, *, now: datetime, pools=None):
 def idle_workloads(*, user, filters=None, now: datetime | None = None, pools=None) -> list[dict]:
     """The workloads holding idle GPUs that ``user`` may see (pools they may read), longest idle first.
 
-    A row per pod: its backend, namespace, user, project and pool, a node it runs on, the GPUs it holds, how many
-    of them are idle, and since when all of those have been quiet (``idle_for_seconds``: the shortest time of its
+    A row per pod: its backend, namespace, user, project and pool, a node it runs on, the GPUs it holds and how many
+    of them are idle (whole GPUs in ``gpus`` and ``idle_gpus``; MIG slices by profile in ``mig`` and ``idle_mig``),
+    and since when all of those have been quiet (``idle_for_seconds``: the shortest time of its
     idle GPUs'). Filters: ``IdleGpuFilterSet``. Three queries (up to 5,000 idle workloads), two when ``pools``
     gives every pool's backend id and name, read already.
     """
@@ -395,22 +406,30 @@ def idle_workloads(*, user, filters=None, now: datetime | None = None, pools=Non
         .order_by("since", "namespace", "pod")
     )
     held = _held_gpus(rows)
-    return [
-        {
-            "backend": row["backend"],
-            "namespace": row["namespace"],
-            "pod": row["pod"],
-            "user": row["user"],
-            "project": row["project"],
-            "pool": row["pool"],
-            "node": row["node"],
-            "gpus": _number(max(held.get((row["backend_id"], row["namespace"], row["pod"]), 0), row["idle_gpus"])),
-            "idle_gpus": _number(row["idle_gpus"]),
-            "idle_since": row["since"].isoformat(),
-            "idle_for_seconds": max(0, int((now - row["since"]).total_seconds())),
-        }
-        for row in rows
-    ]
+    found = []
+    for row in rows:
+        total, whole, slices = held.get((row["backend_id"], row["namespace"], row["pod"]), (0.0, 0.0, {}))
+        total = max(total, row["idle_gpus"])
+        part = row["idle_gpus"] / total if total else 0.0
+        found.append(
+            {
+                "backend": row["backend"],
+                "namespace": row["namespace"],
+                "pod": row["pod"],
+                "user": row["user"],
+                "project": row["project"],
+                "pool": row["pool"],
+                "node": row["node"],
+                # Whole GPUs, and MIG slices by profile (SEMANTICS §6.1: a slice is never a decimal of a GPU).
+                "gpus": _number(whole if slices else total),
+                "idle_gpus": _number((whole if slices else total) * part if slices else row["idle_gpus"]),
+                "mig": slices,
+                "idle_mig": {profile: round(count * part) for profile, count in slices.items()},
+                "idle_since": row["since"].isoformat(),
+                "idle_for_seconds": max(0, int((now - row["since"]).total_seconds())),
+            }
+        )
+    return found
 
 
 def idle_gpus_by_pool(*, user, now: datetime | None = None) -> dict[str, float]:
@@ -518,23 +537,21 @@ def _hours(head: dict, allocated: float, idle: float) -> dict:
 # -- utilization over time ---------------------------------------------------------------------------------------
 
 
+UTILIZATION_FIGURES = ("utilization", "memory_used", "memory_total", "gpus", "idle_gpus")
+
+
 def utilization_series(*, pool: str, since: datetime, until: datetime | None = None) -> list[dict]:
-    """A pool's utilization samples between two times (``history_condition``; the caller has checked the pool is
-    visible)."""
+    """A pool's utilization samples between two times, at one resolution (``history``; the caller has checked the
+    pool is visible)."""
     until = until or timezone.now()
-    samples = UtilizationSample.objects.filter(pool=pool)
-    rows = samples.filter(history_condition(samples, since=since, until=until)).order_by("at")
-    return [
-        {
-            "at": row.at.timestamp(),
-            "utilization": row.utilization,
-            "memory_used": row.memory_used,
-            "memory_total": row.memory_total,
-            "gpus": row.gpus,
-            "idle_gpus": row.idle_gpus,
-        }
-        for row in rows
-    ]
+    _, rows = history(
+        UtilizationSample.objects.filter(pool=pool),
+        since=since,
+        until=until,
+        figures=UTILIZATION_FIGURES,
+        read=lambda queryset: queryset.values("at", *UTILIZATION_FIGURES),
+    )
+    return [{**row, "at": row["at"].timestamp()} for row in rows]
 
 
 def pool_utilization(*, pool: str) -> dict | None:
@@ -611,6 +628,8 @@ def node_gpus(name: str, *, user, backend: str | None = None, now: float | None 
                 "device": device.device,
                 "model": device.model,
                 "gpus": _number(device.gpus),
+                # What the device is, as the node table counts it: a MIG slice by its profile, else GPUs.
+                "slice": device.profile,
                 "namespace": device.namespace,
                 "pod": device.pod,
                 "utilization": device.util,
@@ -647,10 +666,14 @@ def node_utilization_series(name: str, *, user, since: float, until: float, back
             utilization = [points.get(t) for t in times]
             memory = [used_points.get(t) for t in times]
         elif source == "simulated":
-            inputs = simulated_inputs(node.backend, host=node.name)
+            # The fleet at each moment, as its exporter would have reported then: the pods the node held at that
+            # time, not the ones it holds now (which would draw an idle node until they started).
+            fleet = source_for(node.backend).fleet
             t = since - since % step + step
             while t < until:
-                devices = simulated_devices(node.backend, t, inputs=inputs)[0]
+                node_objects = [item for item in fleet.nodes(t) if item["metadata"]["name"] == node.name]
+                pods = [pod for pod in fleet.gpu_pods(t) if pod["spec"].get("nodeName") == node.name]
+                devices = exporter_devices(node_objects, pods, t)[0]
                 measured = [device for device in devices if device.util is not None]
                 weight = float(sum(device.gpus for device in measured))
                 times.append(t)
@@ -668,6 +691,7 @@ def node_utilization_series(name: str, *, user, since: float, until: float, back
         "start": since,
         "end": until,
         "times": times,
+        "step": step,
         "utilization": utilization,
         "memory_used": memory,
     }

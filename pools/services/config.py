@@ -48,6 +48,7 @@ from pools.querysets import hidden_quota_pools, visible_object
 from .access import pool_permissions_sync
 from .actors import Actor
 from .membership import membership_recompute
+from .utilization import quiet_gpus_reattribute
 
 HIDDEN_NODES_MOVED = (
     "the change would select or move nodes that are not yours to move (nodes of pools you may not see); "
@@ -116,7 +117,9 @@ def config_apply(
     validates the resulting state, and writes only the difference with one revision per changed type.
 
     Raises before anything is written. Returns the revisions recorded (none when nothing changed);
-    ``dry_run`` checks everything and writes nothing.
+    ``dry_run`` checks everything, writes nothing and answers a ``Preview``: no revision, and what the change
+    would move (``selectors.config_change_effect``). The nodes' memberships, node groups and the pools of the
+    workloads holding quiet GPUs are recomputed in the same transaction, so every page shows the change at once.
     """
     with transaction.atomic():
         config_write_lock()
@@ -140,7 +143,7 @@ def config_apply(
             raise ConfigError(problems)
         _validate_change(current, state, sees_for(actor.principal), changed=set(proposed))
         if dry_run:
-            return []
+            return _preview(actor, current, proposed)
 
         changes_by_type = {  # only the proposed types can differ
             config_type: sorted(
@@ -176,11 +179,29 @@ def config_apply(
             _credentials_confirm(actor.principal, list(proposed[ConfigType.BACKEND]), state[ConfigType.BACKEND])
         for backend in Backend.objects.filter(name__in=touched_backends):
             membership_recompute(backend=backend)
+            quiet_gpus_reattribute(backend=backend)
         if selectors.hidden_nodes_moved(hidden_before):
             raise ConfigError(HIDDEN_NODES_MOVED)
         if {ConfigType.ROLE, ConfigType.POOL} & {ConfigType(revision.config_type) for revision in revisions}:
             pool_permissions_sync()
     return revisions
+
+
+class Preview(list):
+    """What a dry run answers: no revision (an empty list, as every caller of ``config_apply`` reads it), and
+    ``effect``, what the change would move as its writer may see it (``selectors.config_change_effect``)."""
+
+    def __init__(self, effect: dict):
+        super().__init__()
+        self.effect = effect
+
+
+def _preview(actor: Actor, current, proposed: Changes) -> Preview:
+    """The dry run's answer, refused as the write would be when it would move nodes of pools hidden from ``actor``."""
+    placements = selectors.change_placements(proposed, current=current)
+    if selectors.hidden_nodes_would_move(placements, actor.principal):
+        raise ConfigError(HIDDEN_NODES_MOVED)
+    return Preview(selectors.config_change_effect(proposed, user=actor.principal, placements=placements))
 
 
 def _normalized(changes: Changes, normalized: bool) -> Changes:
@@ -693,7 +714,9 @@ def builtins_restore(*, actor: Actor) -> list[ConfigRevision]:
     )
 
 
-def pool_role_generate(*, name: str, actor: Actor, description: str = "") -> list[ConfigRevision]:
+def pool_role_generate(
+    *, name: str, actor: Actor, description: str = "", dry_run: bool = False
+) -> list[ConfigRevision]:
     """Create or refresh the role ``osmo-<prefix>`` granting ``workflow:*`` and ``pool:Read`` on ``pool/<prefix>*``."""
     if not name.startswith("osmo-") or len(name) == len("osmo-"):
         raise ConfigError(f"role name '{name}' must be osmo-<pool name prefix>")
@@ -710,4 +733,4 @@ def pool_role_generate(*, name: str, actor: Actor, description: str = "") -> lis
             body["sync_mode"] = existing["sync_mode"]
         return {ConfigType.ROLE: {name: body}}
 
-    return config_apply(changes=generated, actor=actor)
+    return config_apply(changes=generated, actor=actor, dry_run=dry_run)

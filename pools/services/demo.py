@@ -15,14 +15,15 @@ from pools.choices import BackendKind, ConfigType
 from pools.configs import read_document
 from pools.engine.accounting import pod_resource_requests
 from pools.fleet.catalogue import GPU, PRODUCT_LABEL
-from pools.fleet.layouts import DEMO_BACKENDS, demo_nodes
-from pools.fleet.nodes import node_list
-from pools.models import Backend, Pool, UsageSample, UtilizationSample
+from pools.fleet.layouts import DEMO_BACKENDS, demo_blueprint
+from pools.inventory.files import node_labels_path
+from pools.models import Backend, Pool, Project, UsageSample, UtilizationSample
+from pools.selectors.quotas import QUEUE_LABEL
 
 from .actors import SYSTEM, Actor
 from .config import config_apply, config_import
 from .inventory import backend_sync, inventory_source
-from .utilization import MINUTE_RETENTION, utilization_backfill
+from .utilization import utilization_backfill
 
 # The demo's configuration bundle; its backends' blueprints are made by pools.fleet.layouts.
 DEMO_BUNDLE = Path(__file__).resolve().parents[1] / "demo" / "config.yaml"
@@ -33,12 +34,15 @@ def demo_install(*, actor: Actor = SYSTEM) -> bool:
 
     Only on a database without pools, so it never overwrites an administrator's work. Returns
     whether it installed anything. On a database that has pools, only demo backends still reading the
-    blueprints that used to be committed under ``pools/demo/`` are pointed at the generated ones.
+    blueprints that used to be committed under ``pools/demo/`` are pointed at the generated ones. A new demo's
+    clusters start with no label written to them: labels an earlier demo wrote (gpuctl's pools) are dropped.
     """
     if Pool.objects.exists():
         _demo_blueprints_move(actor)
         return False
     blueprints = demo_blueprints_write()
+    for backend in DEMO_BACKENDS:
+        Path(node_labels_path(backend)).unlink(missing_ok=True)
     with transaction.atomic():
         config_import(
             data=read_document(str(DEMO_BUNDLE)),
@@ -89,31 +93,44 @@ def _demo_blueprints_move(actor: Actor) -> None:
 
 
 def demo_blueprints_write() -> Path:
-    """Write the nodes of each demo backend as a List ``<backend>.json`` below the inventory directory, where
-    the simulated backends read their blueprints; returns that directory. The files are the same every time."""
+    """Write the blueprint of each demo backend (its nodes, and the namespaces and standing workloads of its load)
+    as a List ``<backend>.json`` below the inventory directory, where the simulated backends read their
+    blueprints; returns that directory. The files are the same every time."""
     directory = Path(settings.GPUPOOL_INVENTORY_DIR) / "demo"
     directory.mkdir(parents=True, exist_ok=True)
     for backend in DEMO_BACKENDS:
-        text = json.dumps(node_list(demo_nodes(backend)), separators=(",", ":"))
+        text = json.dumps(demo_blueprint(backend), separators=(",", ":"))
         (directory / f"{backend}.json").write_text(text + "\n")
     return directory
 
 
+# The last minutes a demo's history holds minute samples of, as a worker that has run for a while would (the
+# charts of the last hours read them); before, one sample per hour, as the compaction leaves them.
+MINUTE_HISTORY_SECONDS = 90 * 60
+
+
 def history_moments(now: float, *, days: int = 7) -> list[float]:
-    """The moments a demo history is made of, oldest first: every hour of the ``days`` before the last two days,
-    every half hour of the last two days, every two minutes of the last hour (what the charts' periods read:
-    hourly samples past two days, minute samples within)."""
-    hour, half, minutes = 3600, 1800, 120
+    """The moments a demo history is made of, oldest first: every hour of the ``days`` before the last
+    ``MINUTE_HISTORY_SECONDS``, then every minute of those (what the charts read: hourly samples over days, minute
+    samples within the last hours)."""
+    hour = 3600
     end = now - now % 60
-    moments = set(range(int(end - days * 86400) // hour * hour, int(end - 2 * 86400), hour))
-    moments |= set(range(int(end - 2 * 86400) // half * half, int(end - hour), half))
-    moments |= set(range(int(end - hour), int(end) + 1, minutes))
+    recent = end - MINUTE_HISTORY_SECONDS
+    moments = set(range(int(end - days * 86400) // hour * hour, int(recent), hour))
+    moments |= set(range(int(recent), int(end) + 1, 60))
     return sorted(float(moment) for moment in moments)
 
 
+def _resolution(moment: float, now: float) -> str:
+    """The resolution of the demo's sample at ``moment`` (``history_moments``)."""
+    recent = now - now % 60 - moment <= MINUTE_HISTORY_SECONDS
+    return UsageSample.Resolution.MINUTE if recent else UsageSample.Resolution.HOUR
+
+
 def demo_history_backfill(*, days: int = 7, now: float | None = None) -> int:
-    """A week of usage and utilization history for the demo's simulated backends, so that a newcomer's first look
-    at the charts shows curves: the rounds the worker would have recorded, from each fleet's state at those times.
+    """A week of usage, quota and utilization history for the demo's simulated backends, so that a newcomer's first
+    look at the charts shows curves: the rounds the worker would have recorded, from each fleet's state at those
+    times, at the resolution the worker's compaction would have left.
 
     Only on a database without any usage or utilization sample (the first ``make run``). Returns the number of
     moments recorded per backend (0 when nothing was done).
@@ -126,26 +143,34 @@ def demo_history_backfill(*, days: int = 7, now: float | None = None) -> int:
         fleet = inventory_source(backend).fleet
         states = [(moment, fleet.nodes(moment), fleet.gpu_pods(moment)) for moment in moments]
         _usage_backfill(backend, states, now)
-        utilization_backfill(backend=backend, states=states, now=now)
+        utilization_backfill(backend=backend, states=states, now=now, minute_span=MINUTE_HISTORY_SECONDS)
     return len(moments)
 
 
 def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list[dict]]], now: float) -> None:
-    """Usage samples of the backend's pools and GPU products at each state's moment: the GPUs the fleet's pods held
-    then (``states`` are (moment, nodes, pods holding GPUs)), against today's capacity and quota (the history of a
-    demo, not a record)."""
+    """Usage samples of the backend's pools, GPU products and pools' quotas at each state's moment, as
+    ``usage_sample_record`` takes them: the GPUs the fleet's pods held then (``states`` are (moment, nodes, pods
+    holding GPUs)), against today's capacity, quota and deserved GPUs (the history of a demo, not a record).
+
+    A pool's ``used`` is what pods hold on its node set (SEMANTICS §6.1); ``quota_used`` its own non-preemptible
+    pods' GPUs; a pool's quota sample the GPUs its departments' projects hold on its nodes.
+    """
     pools = {row["name"]: row for row in selectors.pool_list(user=SYSTEM.principal) if row["backend"] == backend.name}
-    rows = list(Pool.objects.filter(backend=backend).values("id", "name", "backend_id", "node_label"))
-    ids = selectors.node_based_pools(rows, [backend.pk])
-    node_based = {row["name"] for row in rows if row["id"] in ids}
-    members: dict[str, list[str]] = {}
+    members: dict[str, set[str]] = {}  # node -> the pools whose node set holds it
+    pool_nodes: dict[str, set[str]] = {}  # pool -> its own nodes
     for node_name, pool_name in (
         selectors.memberships_visible(user=SYSTEM.principal)
         .filter(node__backend=backend)
         .values_list("node__name", "pool__name")
         .distinct()
     ):
-        members.setdefault(node_name, []).append(pool_name)
+        pool_nodes.setdefault(pool_name, set()).add(node_name)
+    for name, row in pools.items():
+        for other in row["node_set"]:
+            for node_name in pool_nodes.get(other, ()):
+                members.setdefault(node_name, set()).add(name)
+    project_names, project_namespaces = _demo_projects()
+    quota_pools = {row["pool"]: row for row in selectors.quota_pool_totals() if row["pool"] in pools}
     products = {row["gpu_product"]: row for row in selectors.gpu_product_usage() if row["backend_id"] == backend.pk}
     samples = []
     gpus_of: dict[int, float] = {}  # GPUs requested, by the identity of a pod's containers (the fleet shares them)
@@ -155,27 +180,27 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
         }
         used = dict.fromkeys(pools, 0.0)
         quota_used = dict.fromkeys(pools, 0.0)
+        allocated = dict.fromkeys(quota_pools, 0.0)
         product_used = dict.fromkeys(products, 0.0)
         for pod in pods:
             labels = pod["metadata"].get("labels") or {}
             gpus = gpus_of.get(id(pod["spec"]["containers"]))
             if gpus is None:
                 gpus = gpus_of[id(pod["spec"]["containers"])] = float(pod_resource_requests(pod["spec"]).get(GPU, 0))
-            counted = labels.get(backend.pool_label, "")
             node_name = pod["spec"].get("nodeName") or ""
-            holders = {pool for pool in members.get(node_name, ()) if pool in node_based}
-            if counted in pools and counted not in node_based:
-                holders.add(counted)
-            for pool in holders & pools.keys():
+            for pool in members.get(node_name, ()):
                 used[pool] += gpus
-                if labels.get(backend.priority_label) != "LOW":
-                    quota_used[pool] += gpus
+            own = labels.get(backend.pool_label, "")
+            if own in pools and labels.get(backend.priority_label) != "LOW":
+                quota_used[own] += gpus
+            if labels.get(QUEUE_LABEL) in project_names or pod["metadata"].get("namespace") in project_namespaces:
+                for pool in allocated:
+                    if node_name in pool_nodes.get(pool, ()):
+                        allocated[pool] += gpus
             if product_of.get(node_name) in product_used:
                 product_used[product_of[node_name]] += gpus
+        resolution = _resolution(moment, now)
         at = datetime.fromtimestamp(moment, tz=UTC).replace(second=0, microsecond=0)
-        resolution = UsageSample.Resolution.MINUTE
-        if now - moment > MINUTE_RETENTION.total_seconds():
-            at, resolution = at.replace(minute=0), UsageSample.Resolution.HOUR
         for name, row in pools.items():
             gpu = row["gpu"]
             samples.append(
@@ -187,10 +212,24 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
                     at=at,
                     used=min(used[name], gpu["total_capacity"]),
                     capacity=gpu["total_capacity"],
-                    quota_used=min(quota_used[name], gpu["total_capacity"]),
+                    quota_used=quota_used[name],
                     quota_limit=gpu["quota_limit"],
                 )
             )
+        samples += [
+            UsageSample(
+                scope=UsageSample.Scope.QUOTA,
+                key=name,
+                backend=backend,
+                resolution=resolution,
+                at=at,
+                used=allocated[name],
+                capacity=row["capacity"],
+                quota_used=allocated[name],
+                quota_limit=row["deserved"],
+            )
+            for name, row in quota_pools.items()
+        ]
         samples += [
             UsageSample(
                 scope=UsageSample.Scope.PRODUCT,
@@ -204,3 +243,13 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
             for product, row in products.items()
         ]
     UsageSample.objects.bulk_create(samples, ignore_conflicts=True, batch_size=1000)
+
+
+def _demo_projects() -> tuple[set[str], set[str]]:
+    """The projects' names and namespaces: a fleet's pod belongs to a project by its ``runai/queue`` label or its
+    namespace (SEMANTICS §9)."""
+    names, namespaces = set(), set()
+    for name, spaces in Project.objects.values_list("name", "namespaces"):
+        names.add(name)
+        namespaces.update(spaces or ())
+    return names, namespaces

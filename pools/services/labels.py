@@ -4,9 +4,10 @@ deleted with their nodes' labels, and single node labels.
 Every write here is all or nothing across the cluster and the database:
 
 1. everything is checked first: the file, the gate (``CHANGE_CONFIG`` on pools through ``config_apply`` in dry
-   run, ``OPERATE_BACKEND`` on the backend), a writable Kubernetes backend, and the cluster's nodes as read
-   now in one paginated list: a missing node, or one already in another pool without ``overwrite``, refuses
-   the whole change with the node named;
+   run, ``OPERATE_BACKEND`` on the backend), a writable backend (a Kubernetes cluster, or a simulated one, which
+   keeps what is written: ``pools.inventory.node_labels``), and the cluster's nodes as read now in one list: a
+   missing node, or one already in another pool without ``overwrite``, refuses the whole change with the node
+   named;
 2. each node is patched with a JSON merge patch carrying the ``resourceVersion`` it was checked at, so a node
    changed meanwhile is a 409: it is read again once and checked again, else the change fails;
 3. if any patch fails, the ones already applied are undone (old values restored, added labels removed);
@@ -27,13 +28,13 @@ from django.db import transaction
 
 from accounts.access import require
 from pools import selectors
-from pools.choices import BackendKind, ConfigType
+from pools.choices import LABEL_WRITABLE_KINDS, BackendKind, ConfigType
 from pools.configs import gpuctl_file_parse
 from pools.engine.errors import ConfigError, Conflict, NotFound, Problem
 from pools.engine.labels import label_key_problem, label_value_problem
 from pools.engine.permissions import OPERATE_BACKEND
 from pools.inventory.records import GPU_TYPE_LABELS, InventoryError
-from pools.inventory.sources import KubernetesSource, NodeChanged, NodeGone, WatchEvent, source_for
+from pools.inventory.sources import KubernetesSource, NodeChanged, NodeGone, SimulatedSource, WatchEvent, source_for
 from pools.models import Backend, Node, NodeLabelChange, Pool
 from pools.querysets import visible_object
 
@@ -45,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 GPU_TYPE_LABEL = GPU_TYPE_LABELS[-1]  # runwhere.ai/gpu-type, what gpuctl's files set
 PATCH_THREADS = 4
+# A cluster whose node labels can be written: both list, read and patch nodes alike (409 on a stale version).
+LabelledCluster = KubernetesSource | SimulatedSource
 
 
 class PoolBusy(Conflict):
@@ -83,9 +86,9 @@ class NodePatch:
 
 
 def writable_backend(*, actor: Actor, backend: str | None = None) -> Backend:
-    """The backend a gpuctl verb writes to: ``backend``, else the only writable Kubernetes backend the actor
-    may see. NotFound for one they may not see, 403 without ``OPERATE_BACKEND`` on it, and a clear error for a
-    backend that is not a writable Kubernetes one.
+    """The backend a gpuctl verb writes to: ``backend``, else the only writable backend (kubernetes or simulated)
+    the actor may see. NotFound for one they may not see, 403 without ``OPERATE_BACKEND`` on it, and a clear error
+    for none, for several, and for a backend whose labels cannot be written.
     """
     visible = Backend.objects.restrict(actor.principal)
     if backend:
@@ -93,12 +96,12 @@ def writable_backend(*, actor: Actor, backend: str | None = None) -> Backend:
         if found is None:
             raise NotFound(f"backend '{backend}' does not exist")
     else:
-        candidates = list(visible.filter(kind=BackendKind.KUBERNETES, writable=True).order_by("name"))
+        candidates = list(visible.filter(kind__in=LABEL_WRITABLE_KINDS, writable=True).order_by("name"))
         if not candidates:
-            raise ConfigError("there is no writable kubernetes backend (kind: kubernetes, writable: true)")
+            raise ConfigError("there is no writable backend (kind: kubernetes or simulated, writable: true)")
         if len(candidates) > 1:
             names = ", ".join(b.name for b in candidates)
-            raise ConfigError(f"several writable kubernetes backends ({names}): choose one with --backend")
+            raise ConfigError(f"several writable backends ({names}): choose one with --backend")
         found = candidates[0]
     require(actor.principal, OPERATE_BACKEND, found.name, what=f"labelling the nodes of backend '{found.name}'")
     _check_writable(found)
@@ -106,16 +109,16 @@ def writable_backend(*, actor: Actor, backend: str | None = None) -> Backend:
 
 
 def _check_writable(backend: Backend) -> None:
-    if backend.kind != BackendKind.KUBERNETES or not backend.writable:
+    if backend.kind not in LABEL_WRITABLE_KINDS or not backend.writable:
         raise ConfigError(
             f"backend '{backend.name}' is not writable: node labels can only be changed on a "
-            "kubernetes backend with writable: true"
+            "kubernetes or simulated backend with writable: true"
         )
 
 
-def _source(backend: Backend) -> KubernetesSource:
+def _source(backend: Backend) -> LabelledCluster:
     source = source_for(backend)
-    assert isinstance(source, KubernetesSource)
+    assert isinstance(source, KubernetesSource | SimulatedSource)
     return source
 
 
@@ -133,7 +136,7 @@ def _version(obj: dict) -> str:
 Check = Callable[[str, dict], "NodePatch | None"]
 
 
-def _patch_all(source: KubernetesSource, patches: list[NodePatch], check: Check) -> None:
+def _patch_all(source: LabelledCluster, patches: list[NodePatch], check: Check) -> None:
     """Apply every patch (up to ``PATCH_THREADS`` at once), or none: after a failure the rest are not sent and
     the applied ones are undone. A 409 re-reads the node once and asks ``check`` again (which may refuse).
     """
@@ -181,7 +184,7 @@ def _run(function, patches: list[NodePatch]) -> None:
         list(executor.map(function, patches))
 
 
-def _undo(source: KubernetesSource, patches: list[NodePatch]) -> str:
+def _undo(source: LabelledCluster, patches: list[NodePatch]) -> str:
     """Put back the old values of the applied patches; says what happened, for the error message."""
     applied = [patch for patch in patches if patch.applied is not None]
     problems: list[str] = []
@@ -208,7 +211,7 @@ def _undo(source: KubernetesSource, patches: list[NodePatch]) -> str:
 def _commit(
     *,
     backend: Backend,
-    source: KubernetesSource,
+    source: LabelledCluster,
     patches: list[NodePatch],
     actor: Actor,
     operation: str,
@@ -226,7 +229,10 @@ def _commit(
                 config_apply(changes=config_changes, actor=actor, description=description)
             if applied:
                 watch_events_apply(
-                    backend=backend, events=[WatchEvent("MODIFIED", "nodes", patch.applied) for patch in applied]
+                    backend=backend,
+                    events=[WatchEvent("MODIFIED", "nodes", patch.applied) for patch in applied],
+                    # as a watch of the backend applies its events: a simulated fleet's versions are not the API's
+                    trusted_versions=backend.kind == BackendKind.KUBERNETES,
                 )
             if selectors.hidden_nodes_moved(hidden_before):
                 raise ConfigError(HIDDEN_NODES_MOVED)
@@ -441,7 +447,7 @@ def node_label(
 
     Like ``kubectl label``: changing an existing value needs ``overwrite``. Needs ``OPERATE_BACKEND`` on the
     node's backend (a node the actor may not see is NotFound). Refused, with the reason, when the node's
-    backend is not a writable Kubernetes backend. The node is read from the cluster and patched at that
+    backend is not a writable one (kubernetes or simulated). The node is read from the cluster and patched at that
     ``resourceVersion``; if it changed meanwhile (409) it is read and checked once more.
     """
     nodes = Node.objects.restrict(actor.principal).select_related("backend").filter(name=node)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from django.db import connection
 
 from pools import selectors
-from pools.engine.membership import node_availability, node_matches_pod_spec
+from pools.engine.membership import NodePlacer, node_availability
 from pools.inventory.records import node_record
 from pools.models import Backend, Node, NodeGroupSums, NodeMembership, placements_text
 
@@ -156,70 +156,19 @@ def _nodes_placed(backend: Backend, nodes: list[Node]) -> None:
             )
 
 
-class Placer:
-    """Where a node of a backend belongs (SEMANTICS §5, §8): each (pool, platform) whose merged template
-    selects it; a node no pool selects goes to the backend's default pool, if it names one.
-
-    The default pool's own platforms still divide its nodes by their templates; a leftover node none of them
-    selects is placed in its default platform (else its first).
-    """
+class Placer(NodePlacer):
+    """Where a node of a backend belongs (``engine.membership.NodePlacer``), from the backend's pools as stored."""
 
     def __init__(self, backend: Backend):
         # Read now: a watcher holds its backend object for hours while the default pool may change.
         default_pool = Backend.objects.filter(pk=backend.pk).values_list("default_pool", flat=True).first()
         specs = list(selectors.platform_selection_specs(backend=backend))
-        self.specs = _SpecIndex([spec for spec in specs if not default_pool or spec[0].name != default_pool])
-        default_specs = [spec for spec in specs if default_pool and spec[0].name == default_pool]
-        self.default_specs = _SpecIndex(default_specs)
-        if default_specs:
-            self.default_pool = default_specs[0][0]
-            names = [platform_name for _, platform_name, _ in default_specs]
-            default = self.default_pool.default_platform
-            self.default_platform = default if default in names else names[0]
-
-    def place(self, *, labels: dict, taints: list, node_name: str) -> list[tuple]:
-        found = self.specs.selecting(labels=labels, taints=taints, node_name=node_name)
-        if found or not self.default_specs.specs:
-            return found
-        return self.default_specs.selecting(labels=labels, taints=taints, node_name=node_name) or [
-            (self.default_pool, self.default_platform)
-        ]
-
-
-class _SpecIndex:
-    """(pool, platform, spec) triples, indexed by one label each spec's ``nodeSelector`` requires.
-
-    A 5,000-node backend with 150 platforms asked ``node_matches_pod_spec`` 750,000 times per full
-    membership pass, though a node has the selected labels of only a few platforms. Looking up each of the
-    node's (label, value) pairs finds the specs it might match; only those are matched in full. Specs
-    without a selector, or with one that is not plain strings, are always matched in full.
-    """
-
-    def __init__(self, specs: list[tuple]):
-        self.specs = specs
-        self.by_label: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self.unindexed: list[int] = []
-        for index, (_, _, spec) in enumerate(specs):
-            selector = spec.get("nodeSelector") if isinstance(spec, dict) else None
-            first = next(iter(selector.items()), None) if isinstance(selector, dict) else None
-            if first is not None and type(first[0]) is str and type(first[1]) is str:
-                self.by_label[first].append(index)
-            else:
-                self.unindexed.append(index)
-
-    def selecting(self, *, labels: dict, taints: list, node_name: str) -> list[tuple]:
-        if all(type(value) is str for value in labels.values()):
-            candidates = list(self.unindexed)
-            for pair in labels.items():
-                candidates.extend(self.by_label.get(pair, ()))
-            candidates.sort()
-        else:  # a label value read as text may equal a selector's: no shortcut
-            candidates = range(len(self.specs))
-        return [
-            (self.specs[index][0], self.specs[index][1])
-            for index in candidates
-            if node_matches_pod_spec(labels=labels, taints=taints, pod_spec=self.specs[index][2], node_name=node_name)
-        ]
+        default = next((pool for pool, _, _ in specs if default_pool and pool.name == default_pool), None)
+        super().__init__(
+            specs,
+            is_default=lambda pool: bool(default_pool) and pool.name == default_pool,
+            default_platform=default.default_platform if default is not None else "",
+        )
 
 
 def node_pool_names(backend: Backend, nodes: list[dict]) -> dict[str, list[str]]:

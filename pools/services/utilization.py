@@ -261,6 +261,25 @@ def _quiet_rows_write(
     QuietGpu.objects.bulk_create(new, batch_size=1000)
 
 
+def quiet_gpus_reattribute(*, backend: Backend) -> int:
+    """Give the backend's quiet GPUs the pool and project their workloads have now (``selectors.workload_context``):
+    after a config change moved nodes between pools, the idle GPUs show under their new pool at once, not at the
+    next utilization round. Returns how many rows changed; costs nothing on a backend without quiet GPUs."""
+    rows = list(QuietGpu.objects.filter(backend=backend).values_list("pk", "namespace", "pod", "pool", "project"))
+    if not rows:
+        return 0
+    workloads = selectors.gpu_workloads(backend)
+    moved: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for pk, namespace, pod, pool, project in rows:
+        workload = workloads.get((namespace, pod))
+        if workload is not None and (workload.pool, workload.project) != (pool, project):
+            moved[(workload.pool, workload.project)].append(pk)
+    for (pool, project), pks in moved.items():
+        for first in range(0, len(pks), 10_000):  # SQLite takes 32,766 values a statement at most
+            QuietGpu.objects.filter(pk__in=pks[first : first + 10_000]).update(pool=pool, project=project)
+    return sum(len(pks) for pks in moved.values())
+
+
 def _pool_members(backend: Backend) -> dict[str, list[str]]:
     """Node name -> the pools of the backend holding it."""
     members: dict[str, list[str]] = defaultdict(list)
@@ -292,7 +311,10 @@ def _pool_samples(
     resolution: str = UsageSample.Resolution.MINUTE,
 ) -> list[UtilizationSample]:
     """A sample per pool over the devices of its nodes (a node in several pools counts in each), at ``moment``'s
-    minute (or hour), without its backend. Idle GPUs are the quiet devices quiet for the idle duration."""
+    minute (or hour), without its backend. ``gpus`` are the GPUs held there (SEMANTICS §6.1): a device a pod holds
+    counts as the one GPU it requested (a time-sliced share too), a MIG slice not at all (it is counted by its
+    profile, never as a decimal of a GPU); idle GPUs are those of them quiet for the idle duration. Utilization and
+    memory are over every device, weighted by what each is of a GPU."""
     now, duration = moment.timestamp(), idle_seconds()
     idle_keys = {key for key, since in quiet.items() if engine.idle_for(since, now, duration=duration) is not None}
     figures: dict[str, list] = {}  # pool -> [gpus, util x gpus, gpus with util, memory used, total, idle, values]
@@ -302,7 +324,8 @@ def _pool_samples(
             entry = figures.get(pool)
             if entry is None:
                 entry = figures[pool] = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, []]
-            entry[0] += device.gpus
+            held = 1.0 if device.pod and not device.profile else 0.0
+            entry[0] += held
             if device.util is not None:
                 entry[1] += device.util * device.gpus
                 entry[2] += device.gpus
@@ -310,7 +333,7 @@ def _pool_samples(
             entry[3] += device.memory_used
             entry[4] += device.memory_total
             if idle:
-                entry[5] += device.gpus
+                entry[5] += held
     at = moment.replace(second=0, microsecond=0)
     if resolution == UsageSample.Resolution.HOUR:
         at = at.replace(minute=0)
@@ -416,11 +439,16 @@ def _consumption_write(backend: Backend, buckets: dict[tuple, list[float]]) -> i
 
 
 def utilization_backfill(
-    *, backend: Backend, states: Iterable[tuple[float, list[dict], list[dict]]], now: float | None = None
+    *,
+    backend: Backend,
+    states: Iterable[tuple[float, list[dict], list[dict]]],
+    now: float | None = None,
+    minute_span: float = MINUTE_RETENTION.total_seconds(),
 ) -> int:
     """The rounds a worker would have recorded at past moments of a simulated backend, from its fleet's state at
     each: ``states`` are (moment, nodes, pods holding GPUs), the moments (epoch seconds) in time order. Recorded: a
-    utilization sample per pool (minute samples within two days of ``now``, hourly ones before), and the GPU-hours
+    utilization sample per pool (minute samples within ``minute_span`` seconds of ``now``, hourly ones before), and
+    the GPU-hours
     between one moment and the next. A device stays quiet from one moment to the next while it is quiet at both and
     over the idle duration before the later. Quiet devices are not kept: they are the present's. Returns the number
     of moments recorded.
@@ -446,7 +474,7 @@ def utilization_backfill(
             )
             for _, namespace, _, pod, _ in held
         }
-        recent = now - moment <= MINUTE_RETENTION.total_seconds()
+        recent = now - moment <= minute_span
         resolution = UsageSample.Resolution.MINUTE if recent else UsageSample.Resolution.HOUR
         samples += _pool_samples(devices, quiet, datetime.fromtimestamp(moment, tz=UTC), members, resolution)
         if previous is not None:

@@ -15,12 +15,13 @@ from .inventory import (
     SYNC_RESULTS,
     USAGE_SAMPLES,
 )
-from .pools import GPUCTL_POOLS, NODE_POOL_DEFAULT_COLUMNS, NODE_POOL_NUMBERS, NODE_POOLS, POOLS
+from .pools import CONFIG_EFFECT, GPUCTL_POOLS, NODE_POOL_DEFAULT_COLUMNS, NODE_POOL_NUMBERS, NODE_POOLS, POOLS
 from .quotas import DEPARTMENTS, PROJECTS, QUOTAS
 from .utilization import CONSUMPTION, IDLE
 
 __all__ = [
     "BACKENDS",
+    "CONFIG_EFFECT",
     "CLI",
     "CONSUMPTION",
     "CSV",

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import mark_safe
 
-from .formats import count
+from .formats import count, limit
 
 NEAR_QUOTA = 0.8
 LEVEL_LABELS = {"ok": "within quota", "near": "near quota", "over": "over quota"}
@@ -62,9 +62,10 @@ def quota_level(gpu: dict) -> str:
 
 
 def gpu_bar(gpu: dict) -> str:
-    """The pool's GPUs as a bar: used of capacity, with the quota marked and coloured by how close it is."""
+    """The pool's GPUs as a bar: GPUs in use on its node set of their capacity (the two add up with the free ones,
+    SEMANTICS §6.1), with the quota marked and coloured by how close it is."""
     capacity = gpu.get("total_capacity") or 0
-    used = min(gpu.get("total_usage") or 0, capacity) if capacity else 0
+    used = min(gpu.get("used_on_nodes") or 0, capacity) if capacity else 0
     quota = gpu.get("quota_limit") or 0
     level = quota_level(gpu)
     label = LEVEL_LABELS[level]
@@ -75,7 +76,7 @@ def gpu_bar(gpu: dict) -> str:
             f'title="quota: {escape(str(quota))} GPUs"></div>'
         )
     badge = f'<div class="small"><span class="badge {level}">{escape(label)}</span></div>' if level != "ok" else ""
-    total_usage, total_free, total = gpu.get("total_usage"), gpu.get("total_free"), gpu.get("total_capacity")
+    total_usage, total_free, total = gpu.get("used_on_nodes"), gpu.get("total_free"), gpu.get("total_capacity")
     width = round(100 * used / capacity, 1) if capacity else 0
     return mark_safe(  # every value is a number or one of this module's words, escaped all the same
         f'<div class="gpu-bar {level}" role="img" aria-label="{escape(str(total_usage))} of {escape(str(total))} GPUs'
@@ -197,11 +198,22 @@ def product_cell(row: dict) -> str:
     product = escape(row["gpu_product"]) if row["gpu_product"] else "—"
     if row["time_sliced"]:
         product += ' <span class="badge">time-sliced</span>'
-    devices = "".join(
-        f'<div class="small muted">{escape(str(profile))} {text(mig["used"])}/{text(mig["capacity"])}</div>'
-        for profile, mig in row["mig"].items()
-    )
-    return f'<td class="small">{product}\n{devices}</td>'
+    return f'<td class="small">{product}</td>'
+
+
+def gpu_cell(row: dict) -> str:
+    """A node's GPUs as used/capacity: whole GPUs, then each MIG profile's slices by the profile's name
+    (``3/7 1g.10gb``), never as a decimal of a GPU (SEMANTICS §6.1); a node of MIG slices only shows only those."""
+    gpu, mig = row["gpu"], row["mig"]
+    parts = []
+    if gpu["capacity"] or not mig:
+        parts.append(f"{text(gpu['used'])}/{text(gpu['capacity'])}")
+    parts += [
+        f'<div class="small">{text(slices["used"])}/{text(slices["capacity"])} '
+        f"<code>{escape(str(profile))}</code></div>"
+        for profile, slices in mig.items()
+    ]
+    return f'<td class="num">{"".join(parts)}</td>'
 
 
 def pair_cell(key: str, shown=text):
@@ -278,3 +290,35 @@ def time_cell(key: str, shown):
         )
 
     return cell
+
+
+# --- quotas per node pool (SEMANTICS §9) ---------------------------------------------------------------------
+
+
+def above_limit(row: dict) -> bool:
+    """Whether a unit holds more GPUs on a pool than its limit (never for -1, no limit). Unlike being over quota
+    (above deserved within the limit: normal, the excess is preemptible) this should not happen: the limit was
+    lowered under running work, or pods run outside the scheduler."""
+    return row["limit"] != -1 and row["allocated"] > row["limit"]
+
+
+def above_limit_mark(row: dict) -> str:
+    """The mark of a unit above its limit on a pool (nothing otherwise), the same wherever quotas show."""
+    if not above_limit(row):
+        return ""
+    return mark_safe(  # numbers and fixed words only
+        f'<span class="badge above-limit" data-testid="above-limit" title="Holds {count(row["allocated"])} GPUs, '
+        f'more than its limit of {limit(row["limit"])}">above limit</span>'
+    )
+
+
+def quota_held(row: dict) -> str:
+    """What a unit holds on a pool under its quota: allocated, waiting, over quota (normal, preemptible: drawn as
+    the rest) and its fair share; the above-limit mark when it holds more than its limit."""
+    held = f"holds {count(row['allocated'])}"
+    if row["pending"]:
+        held += f", {count(row['pending'])} waiting"
+    if row["over_quota"]:
+        held += f' · <span class="over-quota">{count(row["over_quota"])} over quota</span>'
+    held += f" · fair {count(row['fair_share'])}"
+    return mark_safe(f'<div class="quota-held small">{held} {above_limit_mark(row)}</div>')  # numbers only

@@ -104,6 +104,32 @@ def amount(value: Any) -> str:
     return str(value) if isinstance(value, int) else f"{value:.4f}".rstrip("0").rstrip(".")
 
 
+def deserved(value) -> str:
+    """A quota's deserved GPUs for people: ``all`` for -1 (the whole amount being divided), else ``count``."""
+    return "all" if value == -1 else count(value)
+
+
+def limit(value) -> str:
+    """A quota's limit for people: ``no limit`` for -1, else ``count`` (``0`` is a limit of none at all)."""
+    return "no limit" if value == -1 else count(value)
+
+
+def weight(value) -> str:
+    """An over-quota weight for people: always the number (Run:ai's Medium is ``2``); ``no over-quota`` for None."""
+    return "no over-quota" if value is None else count(value)
+
+
+def quota_terms(row: dict) -> str:
+    """A quota in one line: ``4 deserved · limit 8 · weight 2``, ``all deserved · no limit · no over-quota``."""
+    capped = limit(row["limit"]) if row["limit"] == -1 else f"limit {limit(row['limit'])}"
+    shared = (
+        weight(row["over_quota_weight"])
+        if row["over_quota_weight"] is None
+        else f"weight {weight(row['over_quota_weight'])}"
+    )
+    return f"{deserved(row['deserved'])} deserved · {capped} · {shared}"
+
+
 def fraction(pair: dict) -> str:
     """``used/capacity``."""
     return f"{pair['used']}/{pair['capacity']}"

@@ -16,6 +16,13 @@ def _status_text(row: dict) -> str:
     return row["status"] if row["status"] == "available" else f"{row['status']} ({row['reason']})"
 
 
+def _mig_text(row: dict) -> str:
+    """A node's MIG slices by profile, as the page shows them: ``1g.10gb 3/7; 3g.40gb 0/2``."""
+    return "; ".join(
+        f"{profile} {count(slices['used'])}/{count(slices['capacity'])}" for profile, slices in row["mig"].items()
+    )
+
+
 RESOURCES = Table(
     "nodes",
     (
@@ -33,11 +40,12 @@ RESOURCES = Table(
             for kind in ("gpu", "cpu", "memory_gi")
             for part in ("used", "capacity")
         ),
+        Column("mig", "MIG slices used/capacity", value=_mig_text, where=frozenset({CSV})),
         Column("gpu", "GPU [#]", text=fraction, where=frozenset({CLI})),
         Column("cpu", "CPU [#]", text=fraction, where=frozenset({CLI})),
         Column("memory_gi", "Memory [Gi]", text=fraction, where=frozenset({CLI})),
         Column("storage_gi", "Storage [Gi]", text=fraction, where=frozenset({CLI})),
-        Column("gpu", "GPU", html=cells.pair_cell("gpu"), numeric=True, where=frozenset({PAGE})),
+        Column("gpu", "GPU", html=cells.gpu_cell, numeric=True, where=frozenset({PAGE})),
         Column("cpu", "CPU", html=cells.pair_cell("cpu"), numeric=True, where=frozenset({PAGE})),
         Column(
             "memory_gi", "Memory GiB", html=cells.pair_cell("memory_gi", count), numeric=True, where=frozenset({PAGE})

@@ -41,6 +41,8 @@ POOLS = Table(
             Column(key, heading, value=_gpu(key), numeric=True, where=frozenset({CSV, CLI}))
             for key, heading in _GPU_FIGURES
         ),
+        # Beyond OSMO's six: in the CSV and JSON, not in ``pool list``'s text, whose columns are OSMO's.
+        Column("used_on_nodes", "Used On Nodes", value=_gpu("used_on_nodes"), numeric=True, where=frozenset({CSV})),
         Column("free_by_platform", "Free GPUs by platform", html=cells.free_by_platform_cell, where=frozenset({PAGE})),
         Column("nodes", "Nodes", html=cells.node_counts_cell, where=frozenset({PAGE})),
         Column("shares_with", "Shared", value=_shares_with, where=frozenset({CLI})),
@@ -134,4 +136,21 @@ GPUCTL_POOLS = Table(
     ),
     empty="",
     style="gpuctl",
+)
+
+
+# What a config change would move, per pool (``selectors.config_change_effect``): the editor's preview, ``poolctl
+# … --dry-run`` and the API's dry run show these rows.
+CONFIG_EFFECT = Table(
+    "config-effect",
+    (
+        Column("pool", "Pool"),
+        Column("backend", "Backend", where=frozenset({CSV})),
+        Column("nodes_in", "Nodes in", value=lambda row: len(row["nodes_in"]), numeric=True),
+        Column("nodes_out", "Nodes out", value=lambda row: len(row["nodes_out"]), numeric=True),
+        Column("gpus_in", "GPUs in", numeric=True),
+        Column("gpus_out", "GPUs out", numeric=True),
+        Column("workloads_affected", "Workloads affected", numeric=True),
+    ),
+    empty="No node would enter or leave a pool.",
 )

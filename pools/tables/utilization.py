@@ -7,6 +7,22 @@ from ..choices import ConsumptionBy
 from .base import CSV, Column, Table
 from .formats import amount, dash, hours, kubectl_duration
 
+
+def _held(whole: str, slices: str):
+    """GPUs as people name them (SEMANTICS §6.1): whole GPUs as a number, MIG slices by their profile
+    (``2 × 3g.40gb``), never as a decimal of a GPU."""
+
+    def shown(row) -> str:
+        parts = [amount(row[whole])] if row[whole] or not row[slices] else []
+        parts += [f"{count} × {profile}" for profile, count in sorted(row[slices].items())]
+        return " + ".join(parts)
+
+    return shown
+
+
+held_gpus = _held("gpus", "mig")  # what an idle workload's row holds, as people read it
+idle_gpus = _held("idle_gpus", "idle_mig")  # the idle part of it
+
 IDLE = Table(
     "idle-gpus",
     (
@@ -17,8 +33,8 @@ IDLE = Table(
         Column("project", "PROJECT", text=dash),
         Column("pool", "POOL", text=dash),
         Column("node", "NODE", where=frozenset({CSV})),
-        Column("gpus", "GPUS", text=amount, numeric=True),
-        Column("idle_gpus", "IDLE GPUS", text=amount, numeric=True),
+        Column("gpus", "GPUS", value=held_gpus, numeric=True),
+        Column("idle_gpus", "IDLE GPUS", value=idle_gpus, numeric=True),
         Column("idle_since", "IDLE SINCE", where=frozenset({CSV})),
         Column("idle_for_seconds", "IDLE FOR", text=kubectl_duration, numeric=True),
     ),

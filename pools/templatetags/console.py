@@ -3,24 +3,80 @@
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from itertools import zip_longest
 
 from django import template
+from django.urls import reverse
 
+from pools import gate
+from pools.doors import page_door
+from pools.engine.doors import Door
 from pools.forms import document_text
 from pools.tables import cells, formats
+from pools.tables import utilization as utilization_tables
 from pools.tables.base import Table
 
 register = template.Library()
 
 # The figures as people read them, the same as the tables' text and poolctl's (``pools.tables.formats``).
 register.filter("count", formats.count)
+register.filter("held_gpus", utilization_tables.held_gpus)
+register.filter("idle_gpus", utilization_tables.idle_gpus)
 register.filter("duration", formats.human_duration)
 register.filter("percent", formats.percent)
 register.filter("share", formats.share)
 register.filter("mib", formats.mib)
 register.filter("size", formats.size)
 register.filter("pool_url", cells.pool_url)
+# A quota's figures in one vocabulary on every page: a weight as its number, -1 as "no limit" or "all".
+register.filter("quota_deserved", formats.deserved)
+register.filter("quota_limit", formats.limit)
+register.filter("quota_weight", formats.weight)
+register.filter("quota_terms", formats.quota_terms)
+register.simple_tag(cells.quota_held, name="quota_held")
+register.simple_tag(cells.above_limit_mark, name="above_limit_mark")
+
+# The main navigation: each page's name, its route and arguments, and the paths under which it is the current one.
+NAVIGATION = (
+    ("Pools", "pools:overview", (), ("/pools/",)),
+    ("Nodes", "pools:nodes", (), ("/nodes/",)),
+    ("Node pools", "pools:node-pools", (), ("/node-pools/",)),
+    ("Quotas", "pools:quotas", (), ("/quotas/", "/projects/", "/departments/")),
+    ("Idle GPUs", "pools:idle", (), ("/idle/",)),
+    ("Consumption", "pools:consumption", (), ("/consumption/",)),
+    ("Backends", "pools:backends", (), ("/backends/",)),
+    ("What-if", "pools:what-if", (), ("/what-if/",)),
+    ("Templates", "pools:documents", ("templates",), ("/config/templates/",)),
+    ("Validations", "pools:documents", ("validations",), ("/config/validations/",)),
+    ("History", "pools:history", (), ("/history/",)),
+    ("Access", "pools:roles", (), ("/access/", "/config/roles/")),
+)
+
+
+@lru_cache(maxsize=1)
+def _navigation() -> tuple[tuple[str, str, tuple[str, ...], Door], ...]:
+    """Each page of the navigation with its address and the door its view declares (read once)."""
+    links = []
+    for label, route, args, under in NAVIGATION:
+        url = reverse(route, args=args)
+        links.append((label, url, under, page_door(url)))
+    return tuple(links)
+
+
+@register.inclusion_tag("pools/_navigation.html", takes_context=True)
+def main_navigation(context) -> dict:
+    """The pages the signed-in user may use: each link is shown when the gate would let them through its page's
+    door (``gate.may_enter``), the one decision for every link."""
+    request = context["request"]
+    path = request.path
+    return {
+        "links": [
+            {"label": label, "url": url, "current": path == url or path.startswith(under)}
+            for label, url, under, door in _navigation()
+            if gate.may_enter(request.user, door)
+        ]
+    }
 
 
 @register.simple_tag

@@ -14,7 +14,7 @@ from ..engine.errors import ConfigError, Conflict, NotFound
 from ..engine.permissions import CHANGE_CONFIG
 from ..forms import DocumentForm, RollbackForm, attach_problems, document_text
 from .base import DoorPage
-from .pools import preview_results
+from .pools import effect_context, preview_results
 
 # The config types edited as one document, by the URL's ``kind``: the type, what the body must be, its label.
 DOCUMENT_KINDS = {
@@ -100,12 +100,13 @@ class DocumentEditor(DocumentPage):
         existing = self.existing()
         form = self.form(request.POST, initial={"name": name} if name else None)
         version = (request.POST.get("version") or body_etag(existing)) if name else ""
+        preview = bool(request.POST.get("preview"))  # "Preview changes": what saving would move, nothing saved
         if form.is_valid():
             config_type = self.config_type
             object_name = name or form.cleaned_data["name"]
             expected = services.Expected(etags=frozenset([version])) if name else services.ABSENT
             try:
-                services.config_update(
+                saved = services.config_update(
                     config_type=config_type,
                     name=object_name,
                     data={object_name: form.cleaned_data["body"]},
@@ -113,6 +114,7 @@ class DocumentEditor(DocumentPage):
                     description=form.cleaned_data["change_description"],
                     tags=form.cleaned_data["tags"],
                     expect={(config_type, object_name): expected},
+                    dry_run=preview,
                 )
             except NotFound:
                 raise  # what the user may not see is a 404 page, not a form error
@@ -121,6 +123,8 @@ class DocumentEditor(DocumentPage):
             except ConfigError as exc:
                 attach_problems(form, exc, default_field="body")
             else:
+                if preview:
+                    return self.page({**self.context(form, version), **effect_context(saved)})
                 return redirect("pools:roles") if kind == "roles" else redirect("pools:documents", kind=kind)
         return self.page(self.context(form, version), status=400)
 

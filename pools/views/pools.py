@@ -69,6 +69,7 @@ class PoolDetail(DoorPage):
                 "pool": pool,
                 "body": configs.pool_body(pool),
                 "row": row,
+                "usage_where": selectors.pool_usage_where(pool),
                 "platforms": [
                     {**platform, "yaml": _yaml(platform), "json": _json(platform)}
                     for platform in selectors.pool_platform_views(pool)
@@ -155,11 +156,12 @@ class PoolEditor(PoolForms, DoorPage):
         initial = PoolForm.initial_from_body(name, base) if name else None
         form = self.form(data=request.POST, initial=initial)
         version = request.POST.get("version", "")
+        preview = bool(request.POST.get("preview"))  # "Preview changes": what saving would move, nothing saved
         if form.is_valid():
             pool_name = name or form.cleaned_data["name"]
             expected = services.Expected(etags=frozenset([version])) if name and version else services.PRESENT
             try:
-                services.config_update(
+                saved = services.config_update(
                     config_type=ConfigType.POOL,
                     name=pool_name,
                     data=form.body(base),
@@ -167,6 +169,7 @@ class PoolEditor(PoolForms, DoorPage):
                     description=form.cleaned_data["change_description"],
                     tags=form.cleaned_data["tags"],
                     expect={(ConfigType.POOL, pool_name): expected if name else services.ABSENT},
+                    dry_run=preview,
                 )
             except NotFound:
                 raise  # what the user may not see is a 404 page, not a form error
@@ -175,6 +178,9 @@ class PoolEditor(PoolForms, DoorPage):
             except ConfigError as exc:
                 attach_problems(form, exc, default_field="platforms")
             else:
+                if preview:
+                    version = (version or body_etag(base)) if name else ""
+                    return self.page({"form": form, "name": name, "version": version, **effect_context(saved)})
                 return redirect("pools:pool", name=pool_name)
         # After a refused save the form keeps the version it was opened at, so a stale form stays stale.
         version = (version or body_etag(base)) if name else ""
@@ -217,6 +223,11 @@ class PoolPreview(PoolForms, DoorPage):
             else:
                 results = selectors.draft_preview(user=request.user, pool_name=name, pool=canonical)
         return self.page({"problems": problems, "results": preview_results(results)})
+
+
+def effect_context(preview: services.Preview) -> dict:
+    """What the editors' "Preview changes" step shows (``pools/_effect.html``): the dry run's effect and its table."""
+    return {"effect": preview.effect, "effect_table": tables.CONFIG_EFFECT}
 
 
 def preview_results(results: dict) -> dict:

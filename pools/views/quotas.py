@@ -3,14 +3,17 @@ views, the quota grid with its bulk save, and a pool's quota dashboard."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect
 
 from .. import selectors, services, tables
-from ..choices import UnitStatus
-from ..engine.errors import AccessDenied, ConfigError
-from ..forms import quota_grid_changes, quota_grid_inputs
+from ..choices import TYPE_LABELS, ConfigType, UnitStatus
+from ..engine.errors import AccessDenied, ConfigError, NotFound
+from ..engine.permissions import CHANGE_CONFIG
+from ..forms import UnitForm, quota_grid_changes, quota_grid_inputs
 from .base import DoorPage, ListPage, refusal_status
 
 
@@ -34,6 +37,8 @@ class Projects(ListPage):
             "department": self.department or "",
             "departments": [row["name"] for row in selectors.departments_visible(user=self.request.user)],
             "statuses": UnitStatus,
+            # the departments whose projects the caller may create and change: the forms' links
+            "managed": selectors.departments_managed(user=self.request.user),
         }
 
 
@@ -44,9 +49,91 @@ class Departments(ListPage):
     template_name = "pools/departments.html"
     table = tables.DEPARTMENTS
     export_name = "departments"
+    offers = {"can_change": (CHANGE_CONFIG, ConfigType.DEPARTMENT)}
 
     def rows(self):
         return selectors.department_table(user=self.request.user)
+
+
+class UnitEditor(DoorPage):
+    """Create or edit a department or a project: name, description, quota per pool (deserved, limit, over quota
+    and its weight) and, for a project, its department and namespaces. Saved as the API saves it, one config change
+    through ``services.config_apply``; bad input shows next to its field and changes nothing. The form carries the
+    version it was opened at: saving over someone else's change since is refused."""
+
+    template_name = "pools/unit_form.html"
+    kind: ClassVar[str]
+
+    @property
+    def config_type(self) -> ConfigType:
+        return ConfigType.DEPARTMENT if self.kind == "department" else ConfigType.PROJECT
+
+    def form(self, editor: dict, data=None) -> UnitForm:
+        name = self.kwargs.get("name")
+        initial = UnitForm.initial_for(name, editor["body"], editor["pools"])
+        if not name and self.kind == "project":
+            initial["department"] = self.request.GET.get("department", "")
+        return UnitForm(
+            data,
+            initial=initial,
+            kind=self.kind,
+            pools=editor["pools"],
+            departments=editor["departments"],
+            editing=bool(name),
+        )
+
+    def editor_page(self, form: UnitForm, editor: dict, version: str, status: int = 200):
+        label = TYPE_LABELS[self.config_type]
+        context = {"form": form, "kind": self.kind, "label": label, "name": self.kwargs.get("name"), "version": version}
+        return self.page({**context, "departments": editor["departments"]}, status=status)
+
+    def get(self, request, name: str | None = None):
+        editor = selectors.unit_editor(user=request.user, kind=self.kind, name=name)
+        return self.editor_page(self.form(editor), editor, editor["version"])
+
+    def post(self, request, name: str | None = None):
+        editor = selectors.unit_editor(user=request.user, kind=self.kind, name=name)
+        form = self.form(editor, data=request.POST)
+        version = (request.POST.get("version") or editor["version"]) if name else ""
+        if form.is_valid():
+            unit, config_type = name or form.cleaned_data["name"], self.config_type
+            expected = services.Expected(etags=frozenset([version])) if name else services.ABSENT
+            try:
+                services.config_apply(
+                    changes={config_type: {unit: form.body(editor["body"])}},
+                    actor=self.actor,
+                    expect={(config_type, unit): expected},
+                    description=form.cleaned_data["change_description"],
+                    tags=form.cleaned_data["tags"],
+                )
+            except NotFound:
+                raise  # what the user may not see is a 404 page, not a form error
+            except ConfigError as exc:  # a problem of a field, a name taken, a change made since it was read
+                form.attach(exc, unit=f"{TYPE_LABELS[config_type]} '{unit}'")
+            else:
+                messages.success(request, f"Saved {TYPE_LABELS[config_type]} {unit}.")
+                return redirect("pools:departments" if self.kind == "department" else "pools:projects")
+        return self.editor_page(form, editor, version, status=400)
+
+
+class DepartmentCreate(UnitEditor):
+    door = "department.create"
+    kind = "department"
+
+
+class DepartmentEdit(UnitEditor):
+    door = "department.change"
+    kind = "department"
+
+
+class ProjectCreate(UnitEditor):
+    door = "project.create"
+    kind = "project"
+
+
+class ProjectEdit(UnitEditor):
+    door = "project.change"
+    kind = "project"
 
 
 class QuotaGrid(DoorPage):

@@ -95,7 +95,7 @@ def test_config_document_endpoints_take_osmo_files_unchanged(two_pools, admin_ap
     shown = admin_api.get("/api/configs/POOL/", {"name": "p"}).json()
     assert shown["p"]["platforms"]["l"]["override_pod_template"] == ["l40s"]
     dry = admin_api.post("/api/configs/POOL/?dry_run=1", {**pool_file, "description": "x"}, format="json")
-    assert dry.json() == {"revisions": []}
+    assert dry.json() == {"revisions": [], "effect": {"pools": [], "warnings": []}}
     bundle = {"podTemplates": {"t9": {"spec": {}}}, "resourceValidations": {"v9": []}}
     imported = admin_api.post("/api/configs/import/", bundle, format="json")
     assert {r["config_type"] for r in imported.json()["revisions"]} == {"POD_TEMPLATE", "RESOURCE_VALIDATION"}

@@ -59,6 +59,8 @@ def test_idle_gpus_answers_a_row_per_workload_longest_idle_first(now, admin_api)
         "node": "n1",
         "gpus": 4,  # the pod holds four; two of them are idle, both for two hours at least
         "idle_gpus": 2,
+        "mig": {},
+        "idle_mig": {},
         "idle_since": (now - timezone.timedelta(hours=2)).isoformat(),
     }
     assert train_2 | {"idle_since": ""} == {
@@ -71,6 +73,8 @@ def test_idle_gpus_answers_a_row_per_workload_longest_idle_first(now, admin_api)
         "node": "n3",
         "gpus": 2,
         "idle_gpus": 1,
+        "mig": {},
+        "idle_mig": {},
         "idle_since": "",
     }
 

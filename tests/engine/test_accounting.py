@@ -113,6 +113,7 @@ def test_a_pool_alone_on_its_nodes():
         total_free=11,
         shared=False,
         node_set=("a",),
+        used_on_nodes=5,  # what pods hold on its nodes: with the free GPUs, its capacity
     )
 
 
@@ -168,7 +169,7 @@ def test_capacity_and_free_are_rounded_down_and_free_never_negative_per_node():
     assert (result["a"].total_capacity, result["a"].total_free) == (9, 1)
 
 
-def test_as_dict_gives_the_six_numbers():
+def test_as_dict_gives_osmos_six_numbers_and_what_the_node_set_holds():
     result = pool_gpu_accounting([PoolGpuInput("a", frozenset())], {})["a"]
     assert result.as_dict() == {
         "quota_used": 0,
@@ -177,6 +178,7 @@ def test_as_dict_gives_the_six_numbers():
         "total_usage": 0,
         "total_capacity": 0,
         "total_free": 0,
+        "used_on_nodes": 0,
     }
 
 

@@ -15,6 +15,7 @@ from pools.engine.policy import (
     Policy,
     RoleDefinition,
     action_matches,
+    allows_some,
     evaluate_access,
     parse_policies,
     policies_from_legacy_actions,
@@ -351,3 +352,54 @@ def test_a_role_without_ungranted_pairs_allows_nothing_its_writer_may_not_do(wri
     for action, resource in _REQUESTS:
         if evaluate_access([new_role], action, resource).allowed:
             assert evaluate_access(writer_roles, action, resource).allowed, (action, resource)
+
+
+# some object of a type: what a link of the navigation is offered by
+
+SOME_ROLES = {
+    "everything": [role("r", {"actions": ["*:*"], "resources": ["*"]})],
+    "a prefix": [role("r", {"actions": ["pool:Read"], "resources": ["pool/team-a*"]})],
+    "one pool": [role("r", {"actions": ["pool:*"], "resources": ["pool/team-a"]})],
+    "a short prefix": [role("r", {"actions": ["*:Read"], "resources": ["po*"]})],
+    "another type": [role("r", {"actions": ["pool:Read"], "resources": ["backend/*"]})],
+    "another action": [role("r", {"actions": ["workflow:*"], "resources": ["pool/*"]})],
+    "unscoped only": [role("r", {"actions": ["pool:Read"]})],
+    "denied whole": [
+        role("r", {"actions": ["pool:Read"], "resources": ["pool/team-a*"]}),
+        role("d", {"effect": "Deny", "actions": ["pool:*"], "resources": ["pool/*"]}),
+    ],
+    "denied in part": [
+        role("r", {"actions": ["pool:Read"], "resources": ["pool/team-*"]}),
+        role("d", {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/team-a*"]}),
+    ],
+    "denied the one": [
+        role("r", {"actions": ["pool:Read"], "resources": ["pool/team-a"]}),
+        role("d", {"effect": "Deny", "actions": ["*"], "resources": ["pool/team-a"]}),
+    ],
+}
+SOME_EXPECTED = {
+    "everything": True,
+    "a prefix": True,
+    "one pool": True,
+    "a short prefix": True,
+    "another type": False,
+    "another action": False,
+    "unscoped only": False,
+    "denied whole": False,
+    "denied in part": True,
+    "denied the one": False,
+}
+
+
+@pytest.mark.parametrize("case", SOME_ROLES)
+def test_allows_some_object_of_a_type(case):
+    assert allows_some(SOME_ROLES[case], "pool:Read", "pool") is SOME_EXPECTED[case]
+
+
+@pytest.mark.parametrize("case", SOME_ROLES)
+@given(names=st.lists(st.text(alphabet="team-ab", min_size=1, max_size=8), max_size=6))
+def test_any_object_allowed_means_some_is_allowed(case, names):
+    """Never a link hidden from someone who may open some object behind it."""
+    roles = SOME_ROLES[case]
+    if any(evaluate_access(roles, "pool:Read", f"pool/{name}").allowed for name in [*names, "team-a", "team-b"]):
+        assert allows_some(roles, "pool:Read", "pool")

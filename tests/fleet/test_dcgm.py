@@ -22,6 +22,7 @@ from pools.fleet.catalogue import (
     T4_N1,
 )
 from pools.fleet.dcgm import (
+    ACTIVITY_LABEL,
     FB_FREE,
     FB_USED,
     GPU_UTIL,
@@ -281,6 +282,21 @@ def test_an_idle_pods_gpus_are_at_zero_all_its_life_and_a_busy_pods_never():
         assert len(busy_values) == 4 and all(70 <= value <= 100 for value in busy_values)
     idle_memory = {s.fb_used for s in gpu_samples([h100], [idle], T0) if s.pod}
     assert all(0 < used < GPUS["H100"].memory_mib for used in idle_memory)  # it holds memory it does not use
+
+
+def test_a_pod_that_declares_its_activity_behaves_so_whatever_its_hash():
+    h100 = node("h100-001", DGX_H100)
+    for declared in Behaviour:
+        for pod in (pod_of(other, "h100-001", 2) for other in Behaviour if other != declared):
+            pod["metadata"]["labels"] = {ACTIVITY_LABEL: declared.value}
+            assert pod_behaviour(pod) == declared
+            samples = [s for s in gpu_samples([h100], [pod], T0) if s.pod]
+            assert {s.behaviour for s in samples} == {declared.value}
+    notebook = pod_of(Behaviour.BUSY, "h100-001", 2)
+    notebook["metadata"]["labels"] = {ACTIVITY_LABEL: "idle"}
+    assert {pod_activity(notebook, ordinal, t) for ordinal in (0, 1) for t in range(int(T0), int(T0) + 3600, 15)} == {0}
+    notebook["metadata"]["labels"] = {ACTIVITY_LABEL: "sleepy"}  # not a behaviour: the hash decides
+    assert pod_behaviour(notebook) == Behaviour.BUSY
 
 
 def test_busy_values_wander_a_little():

@@ -5,9 +5,19 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from pools.fleet import Fleet
+from pools.fleet import Fleet, blueprint_from_list, blueprint_namespaces, blueprint_pods
 from pools.fleet.catalogue import GPUS, SHAPES
-from pools.fleet.layouts import DEMO_BACKENDS, demo_nodes, node_pools, pool_cluster, pool_config, pool_nodes
+from pools.fleet.dcgm import ACTIVITY_LABEL
+from pools.fleet.layouts import (
+    DEMO_BACKENDS,
+    DEMO_WORKLOADS,
+    demo_blueprint,
+    demo_nodes,
+    node_pools,
+    pool_cluster,
+    pool_config,
+    pool_nodes,
+)
 from pools.fleet.nodes import catalogue_nodes
 from pools.inventory.records import node_record, pod_record
 from pools.models import Backend, NodeMembership, Platform
@@ -86,6 +96,7 @@ def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
         "dev-cluster-01": 8,
         "runai-cluster-01": 11,
         "default": 8,
+        "gpuctl-cluster": 7,
     }
     by_name = {r.name: r for backend in DEMO_BACKENDS for r in records(demo_nodes(backend))[0]}
     prefixes = Counter(name.rsplit("-", 1)[0] for name in by_name)
@@ -107,6 +118,8 @@ def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
         "a10g-r": 3,
         "l40-r": 2,
         "cpu-r": 2,
+        "gpu-node": 5,
+        "cpu-node": 2,
     }
     unavailable = {
         name
@@ -123,3 +136,40 @@ def test_every_demo_platform_selects_at_least_one_node(demo):
     selected = set(NodeMembership.objects.values_list("pool__name", "platform_name"))
     assert len(platforms) == 11 and platforms <= selected
     assert set(Backend.objects.values_list("name", flat=True)) == set(DEMO_BACKENDS)
+
+
+def test_the_gpuctl_cluster_has_the_guides_nodes_unlabelled_and_the_default_backend_the_walk_throughs_products():
+    by_name = {r.name: r for r in records(demo_nodes("gpuctl-cluster"))[0]}
+    assert {name: (r.gpu, r.gpu_product) for name, r in by_name.items()} == {
+        "gpu-node-1": (8, "NVIDIA-A100-SXM4-80GB"),
+        "gpu-node-2": (8, "NVIDIA-A100-SXM4-80GB"),
+        "gpu-node-3": (4, "NVIDIA-A10"),
+        "gpu-node-4": (4, "NVIDIA-A10"),
+        "gpu-node-5": (4, "NVIDIA-GeForce-RTX-4090"),
+        "cpu-node-1": (0, ""),
+        "cpu-node-2": (0, ""),
+    }
+    assert not any(key.startswith("runwhere.ai/") for r in by_name.values() for key in r.labels)
+    # OSMO's heterogeneous-pool walk-through: nodes labelled NVIDIA-L40S, and NVIDIA-A100 ones tainted as its
+    # a100 template tolerates.
+    default = records(demo_nodes("default"))[0]
+    assert {r.gpu_product for r in default} == {"NVIDIA-L40S", "NVIDIA-A100"}
+    a100 = [r for r in default if r.gpu_product == "NVIDIA-A100"]
+    assert all(
+        {"key": "nvidia.com/gpu.product", "value": "NVIDIA-A100", "effect": "NoSchedule"} in r.taints for r in a100
+    )
+
+
+def test_the_demo_blueprints_carry_their_load_and_read_back_as_a_fleet():
+    for backend in DEMO_BACKENDS:
+        document = json.loads(json.dumps(demo_blueprint(backend)))
+        assert blueprint_from_list(document) == json.loads(json.dumps(demo_nodes(backend)))
+        load = DEMO_WORKLOADS.get(backend)
+        assert blueprint_namespaces(document) == (dict(load.namespaces) if load else None)
+        assert len(blueprint_pods(document)) == (len(load.standing) if load else 0)
+    document = demo_blueprint("gpu-cluster-01")
+    pods = {p["metadata"]["name"]: p for p in blueprint_pods(document)}
+    assert pods["sdg-replicator"]["spec"]["nodeName"] == "h100-a-008"
+    assert "nodeName" not in pods["sdg-batch"]["spec"]
+    assert pods["notebook-priya"]["metadata"]["labels"][ACTIVITY_LABEL] == "idle"
+    assert {p["metadata"]["labels"]["osmo.pool"] for p in pods.values()} == {"robotics-training"}

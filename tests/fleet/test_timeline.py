@@ -2,13 +2,13 @@
 
 import json
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from decimal import Decimal
 
 import pytest
 
-from pools.fleet import Fleet, FleetEvent, blueprint_from_list
-from pools.fleet.layouts import DEMO_BACKENDS, demo_nodes
+from pools.fleet import Fleet, FleetEvent, blueprint_from_list, blueprint_namespaces, blueprint_pods
+from pools.fleet.layouts import DEMO_BACKENDS, DEMO_WORKLOADS, demo_blueprint, demo_nodes
 from pools.fleet.nodes import node_list
 from pools.inventory.records import node_record, pod_record
 
@@ -120,7 +120,8 @@ def test_catalogue_nodes_are_realistic(fleet):
             assert isinstance(node["status"]["allocatable"][resource], str)
     by_name = {r.name: r for r in node_records}
     mig = [r for r in node_records if r.mig_devices]
-    assert mig and all(r.gpu == 0 and r.labels["nvidia.com/mig.strategy"] == "mixed" for r in mig)
+    # Seven GPUs cut into 1g + 3g + 3g; the eighth is offered whole, as the device plugin's mixed strategy does.
+    assert mig and all(r.gpu == 1 and r.labels["nvidia.com/mig.strategy"] == "mixed" for r in mig)
     assert all(r.mig_devices["1g.10gb"] == 7 for r in mig)
     sliced = [r for r in node_records if r.gpu_replicas]
     assert sliced and all(r.gpu == 4 * int(r.labels["nvidia.com/gpu.count"]) for r in sliced)
@@ -353,6 +354,81 @@ def test_every_demo_backend_works_as_a_blueprint():
         assert len(nodes) == 2 * len(blueprint)
         later = fleet.state(T0 + 45)
         assert apply(as_map(nodes, pods), fleet.events(T0, T0 + 45)) == as_map(*later[:2])
+
+
+# -- standing workloads and the namespaces' shares ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def loaded():
+    """The demo's gpu-cluster-01 as its simulated backend runs it: its blueprint's nodes, namespaces and workloads."""
+    document = json.loads(json.dumps(demo_blueprint("gpu-cluster-01", seed=3)))
+    return Fleet(
+        seed=3,
+        nodes=blueprint_from_list(document),
+        namespaces=blueprint_namespaces(document),
+        workloads=blueprint_pods(document),
+        long_gpu_jobs=0.4,
+    )
+
+
+def standing_of(pods):
+    names = {standing.name for standing in DEMO_WORKLOADS["gpu-cluster-01"].standing}
+    return {
+        p["metadata"]["name"].rsplit("-", 1)[0]: p for p in pods if p["metadata"]["name"].rsplit("-", 1)[0] in names
+    }
+
+
+def test_standing_workloads_hold_their_node_or_wait_unscheduled(loaded):
+    nodes, pods, _ = loaded.state(T0)
+    node_records, pod_records = records(nodes, pods)
+    standing = standing_of(pods)
+    assert len(standing) == len(DEMO_WORKLOADS["gpu-cluster-01"].standing)
+    holder = standing["sdg-replicator"]
+    assert holder["spec"]["nodeName"] == "h100-a-008" and holder["status"]["phase"] == "Running"
+    waiting = standing["sdg-batch"]
+    assert "nodeName" not in waiting["spec"] and waiting["status"]["phase"] == "Pending"
+    scheduled = waiting["status"]["conditions"][0]
+    assert (scheduled["type"], scheduled["status"], scheduled["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    assert "limit" in scheduled["message"]
+    assert standing["locomotion-pretrain-1"]["status"]["conditions"][0]["message"].startswith("0/24 nodes")
+    by_pod = {(r.namespace, r.name): r for r in pod_records}
+    assert by_pod[("sim", waiting["metadata"]["name"])].node_name == ""
+    assert by_pod[("sim", waiting["metadata"]["name"])].gpu == 8
+    for t in range(int(T0), int(T0) + 3600, 300):  # the holder's 8 GPUs are never given to a job too
+        node_records, pod_records = records(*loaded.state(t)[:2])
+        used = defaultdict(Decimal)
+        for record in pod_records:
+            used[record.node_name] += record.gpu
+        assert used["h100-a-008"] == 8
+        assert all(used[n.name] <= n.gpu for n in node_records)
+    gpu_pods = {p["metadata"]["name"] for p in loaded.gpu_pods(T0)}
+    assert holder["metadata"]["name"] in gpu_pods and waiting["metadata"]["name"] not in gpu_pods
+
+
+def test_jobs_run_in_the_namespaces_by_their_shares(loaded):
+    namespaces = Counter(
+        p["metadata"]["namespace"]
+        for t in range(int(T0), int(T0) + 6 * 3600, 600)
+        for p in loaded.pods(t)
+        if p["metadata"]["name"].startswith("job-")
+    )
+    assert "sim" not in namespaces  # a share of 0: sim only has its standing workloads here
+    total = sum(namespaces.values())
+    assert abs(namespaces["team-a"] / total - 4 / 8) < 0.08 and abs(namespaces["infer"] / total - 1 / 8) < 0.05
+    with pytest.raises(ValueError, match="namespaces"):
+        Fleet(seed=1, size=2, namespaces={"team-a": 0})
+
+
+def test_a_standing_workload_comes_back_run_after_run_and_events_follow(loaded):
+    first = standing_of(loaded.pods(T0))["notebook-priya"]
+    later = standing_of(loaded.pods(T0 + 5 * 3600))["notebook-priya"]
+    assert (
+        first["metadata"]["name"] != later["metadata"]["name"] and first["metadata"]["uid"] != later["metadata"]["uid"]
+    )
+    assert later["metadata"]["labels"]["fleet.example.com/gpu-activity"] == "idle"
+    objects = as_map(*loaded.state(T0)[:2])
+    for start in range(int(T0), int(T0) + 5 * 3600, 900):
+        objects = apply(objects, loaded.events(start, start + 900))
+        assert objects == as_map(*loaded.state(start + 900)[:2])
 
 
 # -- scale ---------------------------------------------------------------------------------------------------------

@@ -169,6 +169,8 @@ def bindings(door: Door) -> list[dict]:
         ("/api/roles/", ["osmo-alpha", "osmo-admin"]),
         ("/api/departments/", ["dept-alpha"]),
         ("/api/projects/", ["proj-alpha"]),
+        ("/departments/", ["dept-alpha"]),
+        ("/projects/", ["proj-alpha"]),
         ("/api/nodes/", ["n-alpha", "n-zebra"]),
         ("/nodes/", ["n-alpha", "n-zebra"]),
     ):
@@ -220,6 +222,10 @@ def body_for(door: Door, params: dict) -> dict:
         return {"quotas": [{"unit": "proj-alpha", "nodePool": "alpha-pool", "gpu": {"deserved": 1}}]}
     if path == "/quotas/":
         return {"pool-0": "alpha-pool", "unit-0": "project/proj-alpha", "q-0-0-deserved": "1"}
+    if path in ("/departments/new/", "/departments/{name}/edit/"):
+        return {"name": "dept-new", "deserved__alpha-pool": "1"} if path.endswith("/new/") else {"description": "m"}
+    if path in ("/projects/new/", "/projects/{name}/edit/"):
+        return {"department": "dept-alpha", **({"name": "proj-new"} if path.endswith("/new/") else {})}
     if path == "/api/quotas/simulate/":
         return {"capacity": 8, "queues": [{"name": "alpha", "request": 4}]}
     if path == "/label-pools/new/":

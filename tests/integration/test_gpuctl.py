@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from gpuctl_files import POOL_FILES, POOL_KEY, TYPE_KEY, write_pool_files
 from parallel_clients import at_once
 from people import person, role
 from test_kubernetes_source import Watcher, wait_for
@@ -28,55 +29,6 @@ from pools.models import Node, NodeLabelChange, Pool
 pytestmark = pytest.mark.services
 
 KUBECTL = "/usr/bin/kubectl"
-POOL_KEY = "runwhere.ai/pool"
-TYPE_KEY = "runwhere.ai/gpu-type"
-
-# The seed's four files (gpuctl's "Four-Pool Design"), as written there.
-FILES = {
-    "training-pool": """kind: pool
-version: v0.1
-pool:
-  name: training-pool
-  description: "Large model training (high-end GPUs)"
-nodes:
-  gpu-node-1:
-    gpu-type: A100-100G
-  gpu-node-2:
-    gpu-type: A100-100G
-""",
-    "inference-pool": """kind: pool
-version: v0.1
-pool:
-  name: inference-pool
-  description: "Inference services (mid-range GPUs)"
-nodes:
-  gpu-node-3:
-    gpu-type: A10-24G
-  gpu-node-4:
-    gpu-type: A10-24G
-""",
-    "dev-pool": """kind: pool
-version: v0.1
-pool:
-  name: dev-pool
-  description: "Notebook development and debugging (low-end GPUs)"
-nodes:
-  gpu-node-5:
-    gpu-type: RTX4090-24G
-""",
-    "compute-pool": """kind: pool
-version: v0.1
-pool:
-  name: compute-pool
-  description: "CPU compute services (no GPU nodes)"
-nodes:
-  cpu-node-1:
-    gpu-type: ""
-  cpu-node-2:
-    gpu-type: ""
-""",
-}
-
 # The seed's example of ``gpuctl get pools``, with compute-pool (which the seed creates but leaves out of its
 # example) in creation order before the default pool.
 GET_POOLS = """\
@@ -150,12 +102,7 @@ def node_labels_shown(kube) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture
 def files(tmp_path):
-    paths = {}
-    for name, text in FILES.items():
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(text)
-        paths[name] = str(path)
-    return paths
+    return write_pool_files(tmp_path)
 
 
 @pytest.fixture
@@ -336,7 +283,7 @@ def test_delete_is_refused_with_workloads_listed_then_forced(gpuctl_cluster, kub
 def test_a_file_naming_a_missing_node_changes_no_label(gpuctl_cluster, kube, poolctl, tmp_path):
     before = node_labels_shown(kube)
     path = Path(tmp_path) / "bad.yaml"
-    path.write_text(FILES["training-pool"] + "  gpu-node-9:\n    gpu-type: A100-100G\n")
+    path.write_text(POOL_FILES["training-pool"] + "  gpu-node-9:\n    gpu-type: A100-100G\n")
     result = poolctl("create", "-f", str(path))
     assert result.code == 1 and "gpu-node-9" in result.err and "Traceback" not in result.err
     assert node_labels_shown(kube) == before
@@ -350,7 +297,7 @@ def test_a_node_in_another_pool_refuses_the_whole_file_without_overwrite(
     create_all(poolctl, files, names=("dev-pool",))
     before = node_labels_shown(kube)
     path = Path(tmp_path) / "grab.yaml"
-    path.write_text(FILES["training-pool"] + "  gpu-node-5:\n    gpu-type: RTX4090-24G\n")
+    path.write_text(POOL_FILES["training-pool"] + "  gpu-node-5:\n    gpu-type: RTX4090-24G\n")
     result = poolctl("create", "-f", str(path))
     assert result.code == 1 and "node 'gpu-node-5' is already in pool 'dev-pool'" in result.err
     assert node_labels_shown(kube) == before  # gpu-node-1 and -2 were not labelled either
@@ -485,7 +432,7 @@ def robotics(gpuctl_cluster, poolctl, files):
 def test_the_api_refuses_a_person_without_the_permissions_and_nothing_changes(robotics, kube, client):
     client.force_login(robotics)
     before = node_labels_shown(kube)
-    document = json.loads(json.dumps(yaml_of(FILES["dev-pool"])))
+    document = json.loads(json.dumps(yaml_of(POOL_FILES["dev-pool"])))
     # dev-pool is visible and config:Update is held, but not backend:Update on the backend: 403.
     answer = client.post("/api/label_pools/", {**document, "overwrite": True}, content_type="application/json")
     assert answer.status_code == 403, answer.content
@@ -507,7 +454,7 @@ def test_the_api_refuses_a_person_without_the_permissions_and_nothing_changes(ro
 
 def test_the_api_creates_and_deletes_a_label_pool_for_an_administrator(gpuctl_cluster, kube, client):
     client.force_login(person("root", password=None, is_superuser=True))
-    document = yaml_of(FILES["dev-pool"])
+    document = yaml_of(POOL_FILES["dev-pool"])
     answer = client.post("/api/label_pools/", document, content_type="application/json")
     assert answer.status_code == 201, answer.content
     assert answer.json()["labelled"] == ["gpu-node-5"]

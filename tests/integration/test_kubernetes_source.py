@@ -98,6 +98,7 @@ def test_full_sync_reads_nodes_and_non_terminated_pods(db, kube, kube_backend):
         "total_usage": 14,
         "total_capacity": 8,
         "total_free": 2,
+        "used_on_nodes": 6,
     }
     assert selectors.pool_list(user=SYSTEM)[0]["status"] == "ONLINE"
 

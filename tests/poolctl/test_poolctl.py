@@ -24,7 +24,9 @@ def test_pool_list_json_has_exactly_the_documented_shape(demo, poolctl):
             "total_usage",
             "total_capacity",
             "total_free",
+            "used_on_nodes",
         }
+        assert row["gpu"]["used_on_nodes"] + row["gpu"]["total_free"] == row["gpu"]["total_capacity"]
         assert all(isinstance(value, int) for value in row["gpu"].values())
 
 

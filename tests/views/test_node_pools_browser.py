@@ -60,11 +60,11 @@ def test_sort_choose_columns_and_see_the_default_pool_in_a_browser(fleet, live_s
     page.click("nav[aria-label=Main] >> text=Node pools")
     page.wait_for_url(f"{live_server.url}/node-pools/")
     assert page.get_attribute("nav[aria-label=Main] a[href='/node-pools/']", "aria-current") == "page"
-    # The marked rows are the backends' default pools: the demo's runai-default and lab's default.
+    # The marked rows are the backends' default pools: the demo's runai-default and gpuctl-default, and lab's default.
     marked = page.locator("tr[data-node-pool]:has([data-testid=default-pool])")
     defaults = {row["node_pool"] for row in selectors.node_pool_list(user=SYSTEM, filters={}) if row["default"]}
     shown = set(marked.evaluate_all("rows => rows.map(r => r.dataset.nodePool)"))
-    assert shown == defaults == {"default", "runai-default"}
+    assert shown == defaults == {"default", "runai-default", "gpuctl-default"}
     assert page.locator("tr[data-node-pool=default] [data-testid=default-pool]").is_visible()
     violations_of(page, "node-pools", found)
 

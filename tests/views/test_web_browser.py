@@ -39,7 +39,11 @@ PAGES = [
     ("GET /quotas/", "/quotas/"),
     ("GET /quotas/{pool}/", "/quotas/robotics-training/"),
     ("GET /projects/", "/projects/"),
+    ("GET /projects/new/", "/projects/new/?department=research"),
+    ("GET /projects/{name}/edit/", "/projects/team-a/edit/"),
     ("GET /departments/", "/departments/"),
+    ("GET /departments/new/", "/departments/new/"),
+    ("GET /departments/{name}/edit/", "/departments/research/edit/"),
     ("GET /backends/", "/backends/"),
     ("GET /config/templates/", "/config/templates/"),
     ("GET /config/validations/", "/config/validations/"),
@@ -110,7 +114,7 @@ def assert_accessible(found: dict[str, list[str]]) -> None:
 
 def gpus_in_use(admin, names: set[str]) -> str:
     rows = [row for row in selectors.pool_list(user=admin) if row["name"] in names and not row["shared"]]
-    return f"{sum(row['gpu']['total_usage'] for row in rows):,}"
+    return f"{sum(row['gpu']['used_on_nodes'] for row in rows):,}"  # the header's GPUs in use
 
 
 def test_an_admin_watches_edits_checks_and_rolls_back_in_a_browser(live_demo, live_server, page):

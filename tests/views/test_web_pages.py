@@ -448,8 +448,9 @@ class TestProfile(PageTestCases.Page):
 
 
 # --- gpuctl's pool workflow (SEMANTICS §8.1) ------------------------------------------------------------------
-# The demo has no writable kubernetes backend: a change the gate lets through is refused by the service (400),
-# with nothing written; tests/integration/test_gpuctl.py makes the same changes against a real API server.
+# The demo's only writable backend (gpuctl-cluster) is hidden from these callers, and team-a's nodes are on backends
+# that are not writable: a change the gate lets through is refused by the service (400), with nothing written;
+# tests/integration/test_gpuctl.py makes the same changes against a real API server.
 
 
 def node_of(pool: str) -> str:
@@ -490,7 +491,7 @@ class TestLabelPoolCreate(PageTestCases.ForAConfigType):
     visible = ("team-a", "team-a-gpu")
     elsewhere = TEMPLATE_EDITOR
     granted = 400
-    shows = ("there is no writable kubernetes backend",)
+    shows = ("there is no writable backend",)
 
     def body(self, params):
         return {"name": "team-a-label", "nodes": [node_of("team-a")]}
@@ -606,6 +607,105 @@ class TestQuotaDashboardUsage(PageTestCases.Page):
     hidden = {"pool": "robotics-training"}
     shows = ('"label": "Allocated"',)
     max_queries = 10  # 7 today
+
+
+# The forms of departments and projects: a department's needs config:Update on departments; a project's, also
+# department:Update on its department (the research department's admin, who reads the team-a projects only).
+DEPARTMENT_EDITOR = (
+    READ_TEAM_A,
+    {"actions": ["config:Update"], "resources": ["config/DEPARTMENT"]},
+    {"actions": ["department:Read"], "resources": ["department/research*"]},
+)
+PROJECT_MANAGER = (
+    READ_TEAM_A,
+    {"actions": ["config:Update"], "resources": ["config/PROJECT"]},
+    {"actions": ["department:Read", "department:Update"], "resources": ["department/research"]},
+    {"actions": ["project:Read"], "resources": ["project/team-a*"]},
+)
+
+
+class TestDepartmentNew(PageTestCases.Page, PageTestCases.ForAConfigType):
+    door = "GET /departments/new/"
+    grant = DEPARTMENT_EDITOR
+    elsewhere = POOL_CHANGES_ONLY
+    shows = ("New department", 'name="deserved__team-a"', 'name="over_quota__team-a"')
+    max_queries = 8  # 5 today
+
+
+class TestDepartmentCreate(PageTestCases.ForAConfigType):
+    door = "POST /departments/new/"
+    params = {"name": "research-labs"}
+    hidden = {"name": "secret-labs"}
+    grant = DEPARTMENT_EDITOR
+    granted = 302
+    elsewhere = POOL_CHANGES_ONLY
+
+    def body(self, params):
+        return {"name": params["name"], "deserved__team-a": "1", "over_quota__team-a": "on", "weight__team-a": "3"}
+
+
+class TestDepartmentEditor(PageTestCases.Page, PageTestCases.ForAConfigType):
+    door = "GET /departments/{name}/edit/"
+    params = {"name": "research"}
+    hidden = {"name": "product"}
+    grant = DEPARTMENT_EDITOR
+    elsewhere = POOL_CHANGES_ONLY
+    shows = ("Edit department research", 'name="deserved__team-a"', 'name="version"')
+    max_queries = 10  # 7 today
+
+
+class TestDepartmentEdit(PageTestCases.ForAConfigType):
+    door = "POST /departments/{name}/edit/"
+    params = {"name": "research"}
+    hidden = {"name": "product"}
+    grant = DEPARTMENT_EDITOR
+    granted = 302
+    elsewhere = POOL_CHANGES_ONLY
+
+    def body(self, params):
+        return {"description": "research and labs", "deserved__team-a": "2", "limit__team-a": "4"}
+
+
+class TestProjectNew(PageTestCases.Page, PageTestCases.ForAConfigType):
+    door = "GET /projects/new/"
+    grant = PROJECT_MANAGER
+    elsewhere = POOL_CHANGES_ONLY
+    shows = ('<option value="research"', 'name="namespaces"', 'name="deserved__team-a"')
+    max_queries = 10  # 7 today
+
+
+class TestProjectCreate(PageTestCases.ForAConfigType):
+    door = "POST /projects/new/"
+    params = {"name": "team-a-labs"}
+    hidden = {"name": "secret-labs"}
+    grant = PROJECT_MANAGER
+    granted = 302
+    elsewhere = POOL_CHANGES_ONLY
+
+    def body(self, params):
+        return {"name": params["name"], "department": "research", "deserved__team-a": "1"}
+
+
+class TestProjectEditor(PageTestCases.Page, PageTestCases.ForAConfigType):
+    door = "GET /projects/{name}/edit/"
+    params = {"name": "team-a"}
+    hidden = {"name": "robotics"}
+    grant = PROJECT_MANAGER
+    elsewhere = POOL_CHANGES_ONLY
+    shows = ("Edit project team-a", 'value="team-a"', 'name="deserved__team-a"')
+    max_queries = 12  # 9 today
+
+
+class TestProjectEdit(PageTestCases.ForAConfigType):
+    door = "POST /projects/{name}/edit/"
+    params = {"name": "team-a"}
+    hidden = {"name": "robotics"}
+    grant = PROJECT_MANAGER
+    granted = 302
+    elsewhere = POOL_CHANGES_ONLY
+
+    def body(self, params):
+        return {"department": "research", "namespaces": "team-a", "deserved__team-a": "1", "limit__team-a": "2"}
 
 
 # --- GPU utilization ---------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def test_a_shared_pool_names_only_the_pools_the_user_may_see(as_team, team_user,
 
 
 def test_the_gpu_bar_marks_the_quota_and_colours_by_how_close_use_is():
-    gpu = {"total_usage": 6, "total_capacity": 16, "total_free": 10, "quota_used": 7, "quota_limit": 8}
+    gpu = {"used_on_nodes": 6, "total_capacity": 16, "total_free": 10, "quota_used": 7, "quota_limit": 8}
     near = gpu_bar(gpu)
     assert 'class="gpu-bar near"' in near and "near quota" in near
     assert "width: 37.5%" in near and "left: calc(50.0% - 1px)" in near
@@ -73,7 +73,9 @@ def test_the_gpu_bar_marks_the_quota_and_colours_by_how_close_use_is():
     over = gpu_bar({**gpu, "quota_used": 9})
     assert 'class="gpu-bar over"' in over and "over quota" in over
     assert 'class="quota"' not in gpu_bar({**gpu, "quota_limit": 16})  # the whole bar: nothing to mark
-    assert "width: 0%" in gpu_bar({**gpu, "total_capacity": 0, "total_usage": 0})
+    assert "width: 0%" in gpu_bar({**gpu, "total_capacity": 0, "used_on_nodes": 0})
+    # The bar is what pods hold on the node set: the pool's own workloads elsewhere do not fill it.
+    assert "width: 37.5%" in gpu_bar({**gpu, "total_usage": 30})
 
 
 def test_the_overview_filters_by_search_status_and_backend(as_admin):

@@ -167,7 +167,8 @@ class PageTestCases:
             response = self.send(client, self.params)
             assert response.status_code == without_roles(self.catalogued), response.content[:500]
             own = {nobody.username, *user_role_names(nobody)}
-            assert shown(estate_names() - own, response, self.request_text(self.params)) == []
+            leaked = shown(estate_names() - own, response, self.request_text(self.params))
+            assert leaked == [], leaked
 
         def test_holding_one_object_shows_that_one_only(self, client):
             client.force_login(self.holder())

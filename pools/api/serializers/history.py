@@ -37,10 +37,48 @@ class RevisionDetailSerializer(RevisionSerializer):
         read_only_fields = fields
 
 
+class EffectWorkloadSerializer(serializers.Serializer):
+    """Pods holding GPUs on the nodes leaving a pool, grouped by pool label, namespace and user."""
+
+    pool_label = serializers.CharField(help_text="the pods' pool label (empty: none)")
+    namespace = serializers.CharField()
+    user = serializers.CharField(help_text="the pods' user label (empty: none)")
+    pods = serializers.IntegerField()
+    gpu = serializers.FloatField(help_text="GPUs the pods request")
+    nodes = serializers.ListField(child=serializers.CharField(), help_text="the leaving nodes they run on")
+
+
+class EffectPoolSerializer(serializers.Serializer):
+    """What a change would move in one pool the caller may see."""
+
+    pool = serializers.CharField()
+    backend = serializers.CharField()
+    nodes_in = serializers.ListField(child=serializers.CharField(), help_text="nodes that would join the pool")
+    nodes_out = serializers.ListField(child=serializers.CharField(), help_text="nodes that would leave the pool")
+    gpus_in = serializers.FloatField()
+    gpus_out = serializers.FloatField()
+    nodes_before = serializers.IntegerField()
+    nodes_after = serializers.IntegerField()
+    gpus_before = serializers.FloatField()
+    gpus_after = serializers.FloatField()
+    workloads_affected = serializers.IntegerField(help_text="pods holding GPUs on the nodes that would leave")
+    workload_gpus = serializers.FloatField()
+    workloads = EffectWorkloadSerializer(many=True, help_text="the first 50 groups, most GPUs first")
+    summary = serializers.CharField(help_text="e.g. `4 nodes, 32 GPUs leave heterogeneous_pool, 4 workloads running`")
+
+
+class ConfigEffectSerializer(serializers.Serializer):
+    """What a change would move, before it is saved (``selectors.config_change_effect``)."""
+
+    pools = EffectPoolSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="quota problems the change would bring")
+
+
 class RevisionListSerializer(serializers.Serializer):
-    """The revisions a change recorded (none when nothing changed)."""
+    """The revisions a change recorded (none when nothing changed); with ``?dry_run=1``, none and ``effect``."""
 
     revisions = RevisionSerializer(many=True)
+    effect = ConfigEffectSerializer(required=False, help_text="only on a dry run: what the change would move")
 
 
 class TagRequestSerializer(serializers.Serializer):

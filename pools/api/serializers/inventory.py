@@ -101,7 +101,7 @@ class UsageSampleSerializer(serializers.ModelSerializer):
 
 
 class PoolGpuSerializer(serializers.Serializer):
-    """The six GPU numbers of a pool, as OSMO's pool listing names them."""
+    """The six GPU numbers of a pool, as OSMO's pool listing names them, and what its node set's pods use."""
 
     quota_used = serializers.IntegerField()
     quota_limit = serializers.IntegerField()
@@ -109,6 +109,10 @@ class PoolGpuSerializer(serializers.Serializer):
     total_usage = serializers.IntegerField()
     total_capacity = serializers.IntegerField()
     total_free = serializers.IntegerField()
+    used_on_nodes = serializers.IntegerField(
+        help_text="GPUs pods of any pool hold on the node set's available nodes: used_on_nodes + total_free = "
+        "total_capacity (total_usage counts the pool's own pods, wherever they run)"
+    )
 
 
 class PoolQuotaSerializer(serializers.Serializer):

@@ -23,7 +23,9 @@ class LabelPoolRequestSerializer(serializers.Serializer):
     nodes = serializers.DictField(
         child=GpuctlNodeSerializer(), help_text='node name -> {"gpu-type": T} ("gpuType" accepted too)'
     )
-    backend = serializers.CharField(required=False, help_text="default: the only writable kubernetes backend")
+    backend = serializers.CharField(
+        required=False, help_text="default: the only writable backend (kubernetes or simulated)"
+    )
     overwrite = serializers.BooleanField(required=False, default=False, help_text="move nodes of another pool")
 
 

@@ -23,7 +23,7 @@ from accounts import services as access_services
 from accounts.tokens import parse_lifetime
 from pools import cli, gate, selectors, services, tables
 from pools import doors as pool_doors
-from pools.choices import ChangeOrigin, ConsumptionBy
+from pools.choices import ChangeOrigin, ConfigType, ConsumptionBy
 from pools.configs import (
     QUOTA_SPEC_KEYS,
     gpuctl_file_parse,
@@ -129,7 +129,15 @@ class Command(BaseCommand):
         p.add_argument("type")
         p.add_argument("name", nargs="?")
         p.add_argument("--file", "-f", required=True)
-        self._change_options(p)
+        self._change_options(p, dry_run=True)
+        p = config.add_parser(
+            "set", help="create or replace one object from a file (-f FILE), or generate a pool role: ROLE osmo-P pool"
+        )
+        p.add_argument("type")
+        p.add_argument("name")
+        p.add_argument("kind", nargs="?", metavar="pool", help="generate the pool role osmo-<prefix> (type ROLE)")
+        p.add_argument("--file", "-f", help="the object's body, or a file naming it (as config update reads it)")
+        self._change_options(p, dry_run=True)
         p = config.add_parser("show", help="print objects as they are, or were at a revision")
         p.add_argument("type")
         p.add_argument("name", nargs="?")
@@ -153,6 +161,7 @@ class Command(BaseCommand):
         p.add_argument("type")
         p.add_argument("name")
         p.add_argument("--description", default="")
+        p.add_argument("--dry-run", action="store_true", help="show what the change would move; save nothing")
         config.add_parser("restore-builtins", help="reset the built-in templates, validations, roles and backend")
 
         backend = groups.add_parser("backend", help="cluster backends").add_subparsers(dest="verb", required=True)
@@ -293,7 +302,7 @@ class Command(BaseCommand):
         """gpuctl's verbs (SEMANTICS §8.1): label pools from ``kind: pool`` files, their nodes and labels."""
         p = groups.add_parser("create", help="gpuctl: create or update a label pool from a kind: pool file")
         p.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE")
-        p.add_argument("--backend", help="the writable kubernetes backend (default: the only one)")
+        p.add_argument("--backend", help="the writable backend, kubernetes or simulated (default: the only one)")
         p.add_argument("--overwrite", action="store_true", help="move nodes that are in another pool")
         p.set_defaults(verb="file")
         delete = groups.add_parser("delete", help="gpuctl: delete a label pool (delete pool NAME, or -f FILE)")
@@ -351,9 +360,15 @@ class Command(BaseCommand):
         p.add_argument("--backend")
 
     @staticmethod
-    def _change_options(parser):
+    def _change_options(parser, *, dry_run: bool = False):
         parser.add_argument("--description", default="")
         parser.add_argument("--tag", dest="tags", action="append", default=[])
+        if dry_run:
+            parser.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="show what the change would move (nodes, GPUs, workloads); save nothing",
+            )
 
     def handle(self, *args, **options):
         self.actor = self._actor(options)
@@ -389,6 +404,9 @@ class Command(BaseCommand):
         self.stdout.write(text)
 
     def report(self, revisions):
+        if isinstance(revisions, services.Preview):
+            self.out(cli.config_effect_text(revisions.effect))
+            return
         if not revisions:
             self.out("No changes.")
         for revision in revisions:
@@ -422,6 +440,41 @@ class Command(BaseCommand):
                 description=o["description"],
                 tags=o["tags"],
                 base_dir=os.path.dirname(os.path.abspath(o["file"])),
+                dry_run=o["dry_run"],
+            )
+        )
+
+    @verb("config set TYPE NAME pool|-f FILE", "config.update", config_type="type", name="name")
+    def do_config_set(self, o):
+        """OSMO's ``config set``: ``ROLE osmo-<prefix> pool`` generates a pool role (as ``role set``); ``-f FILE``
+        creates or replaces the one object ``NAME`` (as ``config update TYPE NAME``)."""
+        config_type = parse_config_type(o["type"])
+        if o["kind"] is not None and o["kind"] != "pool":
+            raise Error(f"unknown kind '{o['kind']}': 'config set ROLE osmo-<prefix> pool' generates a pool role")
+        if (o["kind"] is None) == (o["file"] is None):
+            raise Error("give 'pool' (config set ROLE osmo-<prefix> pool) or -f FILE, one of them")
+        if o["kind"] == "pool":
+            if config_type != ConfigType.ROLE:
+                raise Error(
+                    f"'pool' generates a pool role: 'config set ROLE osmo-<prefix> pool', not {config_type}; "
+                    f"give -f FILE to set a {config_type}"
+                )
+            self.report(
+                services.pool_role_generate(
+                    name=o["name"], actor=self.actor, description=o["description"], dry_run=o["dry_run"]
+                )
+            )
+            return
+        self.report(
+            services.config_update(
+                config_type=config_type,
+                name=o["name"],
+                data=read_document(o["file"]),
+                actor=self.actor,
+                description=o["description"],
+                tags=o["tags"],
+                base_dir=os.path.dirname(os.path.abspath(o["file"])),
+                dry_run=o["dry_run"],
             )
         )
 
@@ -473,7 +526,11 @@ class Command(BaseCommand):
     def do_config_delete(self, o):
         self.report(
             services.config_delete(
-                config_type=parse_config_type(o["type"]), name=o["name"], actor=self.actor, description=o["description"]
+                config_type=parse_config_type(o["type"]),
+                name=o["name"],
+                actor=self.actor,
+                description=o["description"],
+                dry_run=o["dry_run"],
             )
         )
 
