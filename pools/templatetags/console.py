@@ -22,6 +22,7 @@ register = template.Library()
 # The figures as people read them, the same as the tables' text and poolctl's (``pools.tables.formats``).
 register.filter("count", formats.count)
 register.filter("held_gpus", utilization_tables.held_gpus)
+register.filter("node_gpu_cell", cells.gpu_cell)  # a node's GPUs and MIG slices, as the node table shows them
 register.filter("idle_gpus", utilization_tables.idle_gpus)
 register.filter("duration", formats.human_duration)
 register.filter("percent", formats.percent)
