@@ -1,5 +1,5 @@
 """``poolctl``'s text beyond its tables (which are ``pools.tables``): rendered pod templates, check verdicts, gpuctl's
-descriptions of a pool and a node, the fair-share simulation, in exactly the documented shapes."""
+descriptions of a pool and a node, the fair-share simulation and the reclaim check, in exactly the documented shapes."""
 
 from __future__ import annotations
 
@@ -151,6 +151,15 @@ def quota_simulation_text(document: dict, result: dict) -> str:
     return f"Capacity: {amount(document['capacity'])} GPUs\n" + _table(headers, rows)
 
 
+def quota_reclaim_text(result: dict) -> str:
+    """``quota reclaim``: the two answers, then the reasons, one a line."""
+    lines = [
+        f"May start a reclaim:   {'yes' if result['can_reclaim'] else 'no'}",
+        f"Victims reclaimable:   {'yes' if result['reclaimable'] else 'no'}",
+    ]
+    return "\n".join(lines + [f"  - {reason}" for reason in result["reasons"]])
+
+
 def consumption_text(report: dict) -> str:
     """``get consumption``: GPU-hours per group, largest first, then the total and the period counted."""
     by = report["by"]
@@ -177,3 +186,17 @@ def config_effect_text(effect: dict) -> str:
             )
     lines += [f"warning: {warning}" for warning in effect["warnings"]]
     return "\n".join(lines)
+
+
+def capacity_text(result: dict) -> str:
+    """``poolctl pool capacity``: per level, a heading, then its shapes and its domains (``pools.tables``)."""
+    parts = []
+    for level in result["levels"]:
+        if level["key"] is None:
+            heading = f"Pool {result['pool']} as a whole"
+        else:
+            heading = f"Level {level['key']} ({level['label']}): {len(level['domains'])} domain(s)"
+        parts.append(
+            f"{heading}\n\n{tables.TOPOLOGY_SHAPES.text(level['shapes'])}\n\n{tables.TOPOLOGY_DOMAINS.text(level['domains'])}"
+        )
+    return "\n\n".join(parts)

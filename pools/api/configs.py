@@ -25,7 +25,7 @@ from pools.models import Backend, Department, Platform, PodTemplate, Pool, Proje
 from pools.models import ResourceValidation as ResourceValidationModel
 
 from . import serializers
-from .base import CHANGE_PARAMETERS, ApiView
+from .base import CHANGE_PARAMETERS, ApiView, names_parameter
 from .conditional import if_match, with_etag
 from .errors import bad_request, object_path, service_errors
 
@@ -201,7 +201,7 @@ class PoolViewSet(ConfigObjectViewSet):
     """Pools in OSMO's shape; ``render`` and ``check`` answer like ``poolctl pool render/check``."""
 
     config_type = ConfigType.POOL
-    action_doors = {"render": "pool.render", "check": "pool.check"}
+    action_doors = {"render": "pool.render", "check": "pool.check", "capacity": "pool.capacity"}
     queryset = Pool.objects.none()
     serializer_class = serializers.PoolSerializer
     filterset_class = filtersets.PoolFilterSet
@@ -246,6 +246,32 @@ class PoolViewSet(ConfigObjectViewSet):
                 user_values=options["variables"],
                 user=request.user,
                 project=options.get("project") or None,
+            )
+        return Response(result)
+
+    @extend_schema(
+        summary="Capacity by topology: the gangs of GPUs the pool can start, per level and shape",
+        parameters=[
+            OpenApiParameter("shape", str, many=True, description="also this shape, PODSxGPUS (repeat: 4x8)"),
+            OpenApiParameter("level", str, description="only this level (a key of the pool's topology_keys)"),
+            OpenApiParameter("gpu_product", str, description="count only the nodes of this GPU product"),
+        ],
+        responses=serializers.CapacityResultSerializer,
+        description=(
+            "As `poolctl pool capacity --json` (SEMANTICS §11): the whole pool (`key` null), then each level of the "
+            "pool's `topology_keys`, with its domains and, for the standard shapes and those asked, `gangs`, "
+            "`largest_gang` with `largest_domain`, and `stranded`. A bad `shape` or `level` is a 400 naming it."
+        ),
+    )
+    @action(detail=True, methods=["get"])
+    def capacity(self, request, name=None):
+        with service_errors():
+            result = selectors.pool_capacity(
+                name,
+                user=request.user,
+                shapes=names_parameter(request, "shape"),
+                level=request.query_params.get("level"),
+                gpu_product=request.query_params.get("gpu_product"),
             )
         return Response(result)
 

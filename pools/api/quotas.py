@@ -1,4 +1,5 @@
-"""Quotas per node pool over REST (SEMANTICS §9): every unit's figures, a bulk change, KAI's fair-share simulator."""
+"""Quotas per node pool over REST (SEMANTICS §9): every unit's figures, a bulk change, KAI's fair-share simulator
+and its reclaim check."""
 
 from __future__ import annotations
 
@@ -35,6 +36,24 @@ class QuotaSimulateView(QuotaView):
     )
     def post(self, request):
         return Response(selectors.quota_simulate(self.body()))
+
+
+class QuotaReclaimView(QuotaView):
+    doors = {"POST": "quota.reclaim"}
+    serializer_class = serializers.QuotaReclaimSerializer
+
+    @extend_schema(
+        summary="Check a reclaim, what-if",
+        description="Decides as KAI Scheduler's proportion plugin does (SEMANTICS §9.2) whether `reclaimer` may "
+        "start a reclaim (`can_reclaim`) and whether `victims`, in order, may be taken from (`reclaimable`: the "
+        "leveled pairs, saturation, the non-preemptible checks), with one sentence per decision in `reasons`. "
+        "Reads and writes no data; any signed-in caller may use it. Every problem of the input is a 400 naming its "
+        "field (`victims[0]`, `queues[2].fair_share`).",
+        request=serializers.QuotaReclaimSerializer,
+        responses={200: serializers.ReclaimVerdictSerializer, 400: ERRORS},
+    )
+    def post(self, request):
+        return Response(selectors.quota_reclaim(self.body()))
 
 
 class QuotaListView(QuotaView):

@@ -65,6 +65,7 @@ urlpatterns = [
     # quotas per node pool (SEMANTICS §9)
     path("quotas/", quotas.QuotaListView.as_view(), name="quota-list"),
     path("quotas/simulate/", quotas.QuotaSimulateView.as_view(), name="quota-simulate"),
+    path("quotas/reclaim/", quotas.QuotaReclaimView.as_view(), name="quota-reclaim"),
     # GPU utilization: idle GPUs and GPU-hours
     path("idle_gpus/", utilization.IdleGpuListView.as_view(), name="idle-gpus"),
     path("consumption/", utilization.ConsumptionView.as_view(), name="consumption"),

@@ -137,6 +137,7 @@ DOORS: tuple[Door, ...] = (
         note="GPU products' series to readers of the whole fleet",
     ),
     Door("pool.utilization", "a pool's GPU utilization over time", VIEW_POOL, object="name"),
+    Door("pool.capacity", "the gangs of GPUs a pool can start, by topology level", VIEW_POOL, object="name"),
     Door("platform.list", "a pool's platforms", VIEW_POOL, object="pool_name"),
     Door(
         "platform.change",
@@ -272,6 +273,7 @@ DOORS: tuple[Door, ...] = (
     ),
     Door("quota.dashboard", "a pool's quota dashboard", VIEW_POOL, object="pool"),
     Door("quota.simulate", "KAI's fair-share simulator; reads and writes no data", signed_in=True),
+    Door("quota.reclaim", "KAI's reclaim check, what-if; reads and writes no data", signed_in=True),
     Door("unit.departments", "departments with their quotas summed over pools", VIEW_DEPARTMENT, rows=True),
     Door("unit.projects", "projects with their quotas summed over pools", VIEW_PROJECT, rows=True),
     Door(

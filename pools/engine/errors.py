@@ -67,6 +67,10 @@ class PolicyError(EngineError):
     """A role's policy list is malformed."""
 
 
+class TopologyError(EngineError):
+    """A gang shape, or a pool's ``topology_keys``, cannot be read (SEMANTICS §11)."""
+
+
 # --- errors of a change or a request, shared by every door (web, API, CLI) ---------------------------------
 
 

@@ -13,6 +13,7 @@
 - ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
 - ``charts``: the data of every chart, in one shape
 - ``effects``: what a config change would move before it is saved: nodes, GPUs, workloads, quota warnings
+- ``topology``: capacity by topology: the gangs of GPUs a pool can start, per level and shape
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
 operator's ``poolctl``) and reads through the models' ``restrict``. Callers import the package
@@ -131,10 +132,12 @@ from .quotas import (
     projects_queryset,
     projects_visible,
     quota_figures,
+    quota_reclaim,
     quota_report,
     quota_simulate,
     quota_warnings,
 )
+from .topology import pool_capacity, pool_capacity_of
 from .units import (
     department_table,
     departments_managed,

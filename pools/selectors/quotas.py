@@ -13,7 +13,7 @@ from django.db.models import Count
 from accounts.access import visible
 
 from ..configs.fields import DEFAULT_OVER_QUOTA_WEIGHT, DEFAULT_QUOTA_PRIORITY, department_body, project_body
-from ..engine import fairshare
+from ..engine import fairshare, reclaim
 from ..engine.errors import NotFound
 from ..engine.permissions import VIEW_DEPARTMENT, VIEW_POOL, VIEW_PROJECT
 from ..models import Department, Node, NodeMembership, Pod, Pool, Project
@@ -27,6 +27,16 @@ def quota_simulate(document: Mapping) -> dict:
     ``poolctl quota simulate`` both answer with it. Bad input raises ``ConfigError`` naming each field.
     """
     return fairshare.simulate(document)
+
+
+def quota_reclaim(document: Mapping) -> dict:
+    """KAI's reclaim check (§9.2), what-if: ``{"queues", "reclaimer", "victims", "multiplier"}`` in,
+    ``{"can_reclaim", "reclaimable", "reasons"}`` out.
+
+    Reads and writes no data, like the simulator; ``POST /api/quotas/reclaim/`` and ``poolctl quota reclaim`` both
+    answer with it. Bad input raises ``ConfigError`` naming each field.
+    """
+    return reclaim.reclaim(document)
 
 
 def departments_queryset(*, user):

@@ -17,6 +17,7 @@ from .inventory import (
 )
 from .pools import CONFIG_EFFECT, GPUCTL_POOLS, NODE_POOL_DEFAULT_COLUMNS, NODE_POOL_NUMBERS, NODE_POOLS, POOLS
 from .quotas import DEPARTMENTS, PROJECTS, QUOTAS
+from .topology import TOPOLOGY_DOMAINS, TOPOLOGY_SHAPES
 from .utilization import CONSUMPTION, IDLE
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "POOLS",
     "RESOURCES",
     "SYNC_RESULTS",
+    "TOPOLOGY_DOMAINS",
+    "TOPOLOGY_SHAPES",
     "Column",
     "Table",
     "as_json",

@@ -84,8 +84,18 @@ class PoolDetail(DoorPage):
                 "utilization": selectors.pool_utilization(pool=pool.name),
                 "utilization_ranges": list(selectors.PERIODS),
                 "utilization_source": selectors.utilization_source(pool.backend),
+                **_capacity(pool),
             }
         )
+
+
+def _capacity(pool) -> dict:
+    """The page's capacity by topology; a pool whose ``topology_keys`` cannot be read shows why instead."""
+    tables_of = {"shapes_table": tables.TOPOLOGY_SHAPES, "domains_table": tables.TOPOLOGY_DOMAINS}
+    try:
+        return {"capacity": selectors.pool_capacity_of(pool), **tables_of}
+    except ConfigError as exc:
+        return {"capacity_error": str(exc)}
 
 
 def _yaml(platform: dict) -> str:

@@ -228,6 +228,8 @@ def body_for(door: Door, params: dict) -> dict:
         return {"department": "dept-alpha", **({"name": "proj-new"} if path.endswith("/new/") else {})}
     if path == "/api/quotas/simulate/":
         return {"capacity": 8, "queues": [{"name": "alpha", "request": 4}]}
+    if path == "/api/quotas/reclaim/":
+        return {"queues": [{"name": "alpha", "fair_share": 4}], "reclaimer": {"queue": "alpha", "gpus": 1}}
     if path == "/label-pools/new/":
         return {"name": new, "nodes": ["n-alpha"]}
     if path.endswith("/labels/"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .checks import (
     START_CHOICES,
+    CapacityResultSerializer,
     CheckRequestSerializer,
     CheckResultSerializer,
     NodeVerdictSerializer,
@@ -85,7 +86,11 @@ from .quotas import (
     QuotaChangeSerializer,
     QuotaFiguresRowSerializer,
     QuotaListSerializer,
+    QuotaReclaimSerializer,
     QuotaSimulationSerializer,
+    ReclaimerSerializer,
+    ReclaimUnitSerializer,
+    ReclaimVerdictSerializer,
 )
 from .utilization import (
     ConsumptionReportSerializer,
@@ -120,6 +125,7 @@ __all__ = [
     "RollbackRequestSerializer",
     "ConfigDiffSerializer",
     "RenderRequestSerializer",
+    "CapacityResultSerializer",
     "CheckRequestSerializer",
     "RenderResultSerializer",
     "START_CHOICES",
@@ -156,6 +162,10 @@ __all__ = [
     "QueueSerializer",
     "QuotaSimulationSerializer",
     "FairShareSerializer",
+    "QuotaReclaimSerializer",
+    "ReclaimUnitSerializer",
+    "ReclaimerSerializer",
+    "ReclaimVerdictSerializer",
     "QuotaFiguresRowSerializer",
     "QuotaListSerializer",
     "IdleWorkloadSerializer",

@@ -93,3 +93,40 @@ class CheckResultSerializer(serializers.Serializer):
     )
     start_now_nodes = serializers.IntegerField()
     quota = QuotaVerdictSerializer(allow_null=True, help_text="With `project` in the request; else null.")
+
+
+class TopologyDomainSerializer(serializers.Serializer):
+    """One domain of a topology level: its label value, its path from the coarsest level, nodes, GPUs, free GPUs."""
+
+    value = serializers.CharField()
+    path = serializers.CharField()
+    nodes = serializers.IntegerField()
+    gpus = serializers.IntegerField()
+    free = serializers.IntegerField()
+
+
+class TopologyShapeSerializer(serializers.Serializer):
+    """A gang shape at one level: gangs that fit at once, the largest gang and its domain, stranded GPUs."""
+
+    pods = serializers.IntegerField()
+    gpus_per_pod = serializers.IntegerField()
+    gangs = serializers.IntegerField()
+    largest_gang = serializers.IntegerField(help_text="most pods of gpus_per_pod GPUs inside one domain")
+    largest_domain = serializers.CharField(allow_null=True, help_text="that domain's path; null when no pod fits")
+    stranded = serializers.IntegerField(help_text="free GPUs no pod of gpus_per_pod GPUs can use, over the pool")
+
+
+class TopologyLevelSerializer(serializers.Serializer):
+    """A topology level (``key`` and ``label`` null for the whole pool) with its domains and shapes."""
+
+    key = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)
+    domains = TopologyDomainSerializer(many=True)
+    shapes = TopologyShapeSerializer(many=True)
+
+
+class CapacityResultSerializer(serializers.Serializer):
+    """Capacity by topology (``poolctl pool capacity --json``)."""
+
+    pool = serializers.CharField()
+    levels = TopologyLevelSerializer(many=True)

@@ -1,4 +1,5 @@
-"""Quota serializers (SEMANTICS §9): the quota figures report, bulk changes and the fair-share simulation."""
+"""Quota serializers (SEMANTICS §9): the quota figures report, bulk changes and the fair-share simulation, the
+reclaim check."""
 
 from __future__ import annotations
 
@@ -60,6 +61,43 @@ class QuotaSimulationSerializer(serializers.Serializer):
 
 class FairShareSerializer(serializers.Serializer):
     fair_share = serializers.DictField(child=serializers.FloatField(), help_text="unit name -> fair share in GPUs")
+
+
+class ReclaimUnitSerializer(serializers.Serializer):
+    """One department or project of a reclaim check (the fields of ``pools.engine.reclaim.Unit``)."""
+
+    name = serializers.CharField()
+    parent = serializers.CharField(required=False, allow_null=True, help_text="null or absent: a top-level unit")
+    deserved = serializers.FloatField(required=False, default=0, help_text="GPUs; -1 = unlimited")
+    limit = serializers.FloatField(required=False, default=-1, help_text="GPUs; -1 = unlimited")
+    fair_share = serializers.FloatField(required=False, default=0, help_text="GPUs; -1 = unlimited")
+    allocated = serializers.FloatField(required=False, default=0, help_text="GPUs of running jobs (a parent: sum)")
+    allocated_nonpreemptible = serializers.FloatField(
+        required=False, default=0, help_text="GPUs of running non-preemptible jobs (a parent: its children's sum)"
+    )
+
+
+class ReclaimerSerializer(serializers.Serializer):
+    queue = serializers.CharField(help_text="the pending job's unit, one with no units below it")
+    gpus = serializers.FloatField(help_text="GPUs the job asks for")
+    preemptible = serializers.BooleanField(required=False, default=True)
+
+
+class QuotaReclaimSerializer(serializers.Serializer):
+    queues = ReclaimUnitSerializer(many=True)
+    reclaimer = ReclaimerSerializer()
+    victims = serializers.ListField(
+        child=serializers.ListField(child=serializers.JSONField(), min_length=2, max_length=2),
+        required=False,
+        help_text='running preemptible jobs, in order: [["queue", gpus], ...]',
+    )
+    multiplier = serializers.FloatField(required=False, default=1, help_text="saturation multiplier; below 1 is 1")
+
+
+class ReclaimVerdictSerializer(serializers.Serializer):
+    can_reclaim = serializers.BooleanField(help_text="the reclaimer's unit stays within its fair share")
+    reclaimable = serializers.BooleanField(help_text="the victims may be taken from, judged alone")
+    reasons = serializers.ListField(child=serializers.CharField(), help_text="one sentence per decision")
 
 
 class QuotaFiguresRowSerializer(serializers.Serializer):

@@ -204,6 +204,14 @@ class Command(BaseCommand):
             if verb == "check":
                 p.add_argument("--project", help="also say whether the request fits this project's quota on the pool")
             _format_option(p)
+        p = pool.add_parser("capacity", help="gangs of GPUs the pool can start, per topology level and shape")
+        p.add_argument("pool")
+        p.add_argument(
+            "--shape", dest="shapes", action="append", default=[], metavar="PxG", help="also this shape (repeat)"
+        )
+        p.add_argument("--level", help="only this topology level (a key of the pool's topology_keys)")
+        p.add_argument("--gpu-product", help="count only the nodes of this GPU product")
+        p.add_argument("--json", action="store_true", help="JSON output")
 
         resource = groups.add_parser("resource", help="nodes").add_subparsers(dest="verb", required=True)
         p = resource.add_parser("list", help="nodes with their pools and resource usage")
@@ -255,6 +263,9 @@ class Command(BaseCommand):
         self._change_options(p)
         p = quota.add_parser("simulate", help="fair shares of a pool's GPUs, as KAI Scheduler divides them")
         p.add_argument("--file", "-f", required=True, metavar="FILE", help='{"capacity": N, "queues": [...]}')
+        p.add_argument("--json", action="store_true")
+        p = quota.add_parser("reclaim", help="may a job take GPUs back from these victims, as KAI Scheduler decides")
+        p.add_argument("--file", "-f", required=True, metavar="FILE", help='{"queues", "reclaimer", "victims"}')
         p.add_argument("--json", action="store_true")
 
         role = groups.add_parser("role", help="roles").add_subparsers(dest="verb", required=True)
@@ -636,6 +647,13 @@ class Command(BaseCommand):
         if not result["passed"]:
             sys.exit(1)
 
+    @verb("pool capacity POOL", "pool.capacity", name="pool")
+    def do_pool_capacity(self, o):
+        result = selectors.pool_capacity(
+            o["pool"], user=self.principal, shapes=o["shapes"], level=o["level"], gpu_product=o["gpu_product"]
+        )
+        self.out(as_json(result) if o["json"] else cli.capacity_text(result))
+
     @verb("resource list", "resource.list")
     def do_resource_list(self, o):
         rows = selectors.resource_list(user=self.principal, filters=_filters(o, NodeFilterSet))
@@ -801,6 +819,11 @@ class Command(BaseCommand):
         document = read_document(o["file"])
         result = selectors.quota_simulate(document)
         self.out(as_json(result) if o["json"] else cli.quota_simulation_text(document, result))
+
+    @verb("quota reclaim --file F", "quota.reclaim")
+    def do_quota_reclaim(self, o):
+        result = selectors.quota_reclaim(read_document(o["file"]))
+        self.out(as_json(result) if o["json"] else cli.quota_reclaim_text(result))
 
     # access / token -------------------------------------------------------------------------------------
 

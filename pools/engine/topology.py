@@ -1,0 +1,244 @@
+"""Capacity by topology (SEMANTICS §11): how many gangs of GPUs a pool can start at once, and where.
+
+A pool's ``topology_keys`` name its levels, coarsest first (``zone``, then ``rack``). At a level, a *domain* is the
+set of available nodes sharing that level's label value and every coarser level's, so ``rack-07`` of zone a and
+``rack-07`` of zone b are two racks; a node missing one of those labels is in no domain of the level. The whole pool
+is one more level, without a key, holding a single domain.
+
+For a *shape* of P pods × G GPUs a node offers ``floor(free / G)`` pod slots, a domain holds
+``floor(Σ slots / P)`` gangs at once, and the level's ``gangs`` adds its domains up. A node's slots do not depend
+on the level, so each distinct G is divided once per node, and everything costs O(levels × nodes × shapes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Real
+
+from .errors import TopologyError
+
+# The shapes every answer shows, before those asked for: (pods, GPUs per pod).
+STANDARD_SHAPES: tuple[tuple[int, int], ...] = ((1, 1), (1, 8), (2, 8), (4, 8), (8, 8), (16, 4))
+MAX_SHAPE_NUMBER = 100_000  # pods or GPUs per pod in one shape: past any real gang, and cheap to divide by
+MAX_ASKED_SHAPES = 32
+_SHAPE_RE = re.compile(r"\s*([0-9]{1,6})\s*[x×]\s*([0-9]{1,6})\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A gang: ``pods`` pods of ``gpus_per_pod`` whole GPUs each, every pod on one node."""
+
+    pods: int
+    gpus_per_pod: int
+
+    def __post_init__(self):
+        for name, number in (("pods", self.pods), ("GPUs per pod", self.gpus_per_pod)):
+            if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_SHAPE_NUMBER:
+                raise TopologyError(f"a shape's {name} must be a whole number from 1 to {MAX_SHAPE_NUMBER:,}")
+
+    def __str__(self):
+        return f"{self.pods}x{self.gpus_per_pod}"
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """A topology level: its ``key`` (``rack``) and the node label holding its value; both None for the whole pool."""
+
+    key: str | None
+    label: str | None
+
+
+WHOLE_POOL = Level(None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyNode:
+    """What the capacity of one available node needs: its labels, GPU product, allocatable GPUs and GPUs in use."""
+
+    name: str
+    labels: Mapping[str, str]
+    product: str
+    gpus: Real
+    used: Real
+
+    @property
+    def whole_gpus(self) -> int:
+        """Allocatable GPUs, rounded down (a fraction of a GPU holds no pod)."""
+        return max(0, math.floor(self.gpus))
+
+    @property
+    def free(self) -> int:
+        """Whole GPUs no pod holds: capacity rounded down less usage rounded up, never below zero (SEMANTICS §6)."""
+        return max(0, self.whole_gpus - math.ceil(self.used))
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """One domain of a level: its own label ``value``, its ``path`` (the values from the coarsest level, joined by
+    ``/``) and its nodes, GPUs and free GPUs."""
+
+    value: str
+    path: str
+    nodes: int
+    gpus: int
+    free: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeCapacity:
+    """One shape at one level: ``gangs`` that fit at once over the level's domains, the ``largest_gang`` (most pods
+    of ``gpus_per_pod`` GPUs inside one domain) and that domain's path (None when no pod fits anywhere), and the
+    ``stranded`` free GPUs no such pod can use (over the whole pool, whatever the level)."""
+
+    pods: int
+    gpus_per_pod: int
+    gangs: int
+    largest_gang: int
+    largest_domain: str | None
+    stranded: int
+
+
+@dataclass(frozen=True, slots=True)
+class LevelCapacity:
+    """A level's domains (by path) and, per shape, what fits in them."""
+
+    key: str | None
+    label: str | None
+    domains: tuple[Domain, ...]
+    shapes: tuple[ShapeCapacity, ...]
+
+
+def parse_shape(text: str) -> Shape:
+    """``PxG`` (``4x8``, ``4×8``) as a Shape; anything else is a TopologyError saying what a shape looks like."""
+    match = _SHAPE_RE.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise TopologyError(f"'{text}' is not a shape: write PODSxGPUS, e.g. 4x8 for 4 pods of 8 GPUs")
+    return Shape(int(match[1]), int(match[2]))
+
+
+def shapes_to_show(asked: Iterable[str | Shape] = ()) -> tuple[Shape, ...]:
+    """The standard shapes, then those asked for (texts ``PxG`` or Shapes) that are not among them, each once."""
+    asked = list(asked)
+    if len(asked) > MAX_ASKED_SHAPES:
+        raise TopologyError(f"ask for at most {MAX_ASKED_SHAPES} shapes at once")
+    shapes = [Shape(pods, gpus) for pods, gpus in STANDARD_SHAPES]
+    shapes += [shape if isinstance(shape, Shape) else parse_shape(shape) for shape in asked]
+    return tuple(dict.fromkeys(shapes))
+
+
+def topology_levels(topology_keys: object) -> tuple[Level, ...]:
+    """A pool's ``topology_keys`` (OSMO's ordered list of ``{key, label}``, coarsest first) as Levels.
+
+    A TopologyError names the first entry that is not an object with a text ``key`` and ``label``, or a key given
+    twice, so that the pool's owner knows what to fix.
+    """
+    if topology_keys in (None, ""):
+        return ()
+    if not isinstance(topology_keys, list):
+        raise TopologyError("topology_keys must be a list of {key, label}")
+    levels: list[Level] = []
+    for index, entry in enumerate(topology_keys):
+        key = entry.get("key") if isinstance(entry, dict) else None
+        label = entry.get("label") if isinstance(entry, dict) else None
+        if not (isinstance(key, str) and key and isinstance(label, str) and label):
+            raise TopologyError(f"topology_keys[{index}] must be {{key, label}}, both non-empty texts")
+        if any(level.key == key for level in levels):
+            raise TopologyError(f"topology_keys[{index}]: the level '{key}' is named twice")
+        levels.append(Level(key, label))
+    return tuple(levels)
+
+
+def topology_capacity(
+    pool: str,
+    nodes: Iterable[TopologyNode],
+    levels: Sequence[Level],
+    shapes: Sequence[Shape],
+    *,
+    level: str | None = None,
+    gpu_product: str | None = None,
+) -> tuple[LevelCapacity, ...]:
+    """The whole pool (named ``pool``, its one domain's value and path), then each of ``levels``, with their domains
+    and, for every shape, its gangs, largest gang and stranded GPUs (see the module's docstring).
+
+    ``nodes`` are the pool's available nodes; with ``gpu_product``, only the nodes of that product count (a gang of
+    one product). The whole pool's domain is there even when it holds no node; another level's domains are the
+    ones its nodes make. With ``level`` (a level's key), only that level is answered; a key that is not one of
+    ``levels`` is a TopologyError naming them.
+    """
+    if level and all(each.key != level for each in levels):
+        known = ", ".join(each.key or "" for each in levels) or "none"
+        raise TopologyError(f"the pool has no topology level '{level}' (its levels: {known})")
+    if gpu_product:
+        nodes = [node for node in nodes if node.product == gpu_product]
+    else:
+        nodes = list(nodes)
+    sizes = sorted({shape.gpus_per_pod for shape in shapes})
+    slots = [{size: node.free // size for size in sizes} for node in nodes]
+    stranded = {size: sum(node.free % size for node in nodes) for size in sizes}
+    answer = []
+    if not level:
+        answer.append(_level_capacity(WHOLE_POOL, [(pool,)] * len(nodes), nodes, slots, shapes, stranded, pool))
+    for depth, each in enumerate(levels, start=1):
+        if level and each.key != level:
+            continue
+        wanted = [coarser.label for coarser in levels[:depth]]
+        paths = [_domain_values(node.labels, wanted) for node in nodes]
+        answer.append(_level_capacity(each, paths, nodes, slots, shapes, stranded))
+    return tuple(answer)
+
+
+def _domain_values(labels: Mapping[str, str], wanted: Sequence[str]) -> tuple[str, ...] | None:
+    """A node's values of the labels ``wanted``, coarsest first, or None when it lacks one of them."""
+    values = []
+    for label in wanted:
+        value = labels.get(label)
+        if value is None:
+            return None
+        values.append(str(value))
+    return tuple(values)
+
+
+def _level_capacity(
+    level: Level,
+    paths: Sequence[tuple[str, ...] | None],
+    nodes: Sequence[TopologyNode],
+    slots: Sequence[Mapping[int, int]],
+    shapes: Sequence[Shape],
+    stranded: Mapping[int, int],
+    whole_pool: str | None = None,
+) -> LevelCapacity:
+    """One level from its nodes' domain paths (None: in no domain) and their pod slots per GPU count."""
+    sums: dict[tuple[str, ...], list] = {}  # path -> [nodes, gpus, free, {GPUs per pod: slots}]
+    if whole_pool is not None:
+        sums[(whole_pool,)] = [0, 0, 0, dict.fromkeys(stranded, 0)]
+    for path, node, node_slots in zip(paths, nodes, slots, strict=True):
+        if path is None:
+            continue
+        entry = sums.setdefault(path, [0, 0, 0, dict.fromkeys(stranded, 0)])
+        entry[0] += 1
+        entry[1] += node.whole_gpus
+        entry[2] += node.free
+        for size, count in node_slots.items():
+            entry[3][size] += count
+    ordered = sorted(sums.items())
+    domains = tuple(Domain(path[-1], "/".join(path), count, gpus, free) for path, (count, gpus, free, _) in ordered)
+    return LevelCapacity(
+        level.key,
+        level.label,
+        domains,
+        tuple(_shape_capacity(shape, ordered, stranded[shape.gpus_per_pod]) for shape in shapes),
+    )
+
+
+def _shape_capacity(shape: Shape, domains: Sequence[tuple[tuple[str, ...], list]], stranded: int) -> ShapeCapacity:
+    gangs = 0
+    largest, where = 0, None
+    for path, (_, _, _, slots) in domains:
+        pods = slots[shape.gpus_per_pod]
+        gangs += pods // shape.pods
+        if pods > largest:  # the first domain (by path) wins a tie
+            largest, where = pods, "/".join(path)
+    return ShapeCapacity(shape.pods, shape.gpus_per_pod, gangs, largest, where, stranded)

@@ -1,0 +1,84 @@
+"""Capacity by topology (SEMANTICS §11): the gangs of GPUs a pool can start, per topology level and shape."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..choices import NodeStatus
+from ..engine.errors import ConfigError, NotFound, TopologyError
+from ..engine.topology import TopologyNode, shapes_to_show, topology_capacity, topology_levels
+from ..models import Node, NodeMembership, Pool
+from ..querysets import node_status_q
+
+
+def pool_capacity(
+    name: str,
+    *,
+    user,
+    shapes: Sequence[str] = (),
+    level: str | None = None,
+    gpu_product: str | None = None,
+) -> dict:
+    """``{"pool", "levels": [...]}``: the whole pool, then each level of its ``topology_keys`` (only ``level``'s
+    when one is named), with their domains and, for the standard shapes and those asked (``PxG`` texts), the gangs
+    that fit at once, the largest gang and its domain, and the stranded GPUs.
+
+    Two queries: the pool, as ``pool_get`` finds it (a pool the user may not see does not exist for them), then its
+    available member nodes. A bad shape or level is a ConfigError naming the parameter (``shape``, ``level``).
+    """
+    pool = Pool.objects.restrict(user).filter(name=name).only("id", "name", "topology_keys").first()
+    if pool is None:
+        raise NotFound(f"pool '{name}' does not exist")
+    return pool_capacity_of(pool, shapes=shapes, level=level, gpu_product=gpu_product)
+
+
+def pool_capacity_of(
+    pool: Pool, *, shapes: Sequence[str] = (), level: str | None = None, gpu_product: str | None = None
+) -> dict:
+    """``pool_capacity`` of a pool the caller has read as visible already (the pool page's), in one query."""
+    try:
+        wanted_shapes = shapes_to_show(shapes)
+    except TopologyError as exc:
+        raise ConfigError(str(exc), field="shape") from None
+    try:
+        levels = topology_levels(pool.topology_keys)
+    except TopologyError as exc:
+        raise ConfigError(f"pool '{pool.name}': {exc}", field="topology_keys") from None
+    rows = (
+        Node.objects.filter(node_status_q(NodeStatus.AVAILABLE))
+        .filter(pk__in=NodeMembership.objects.filter(pool_id=pool.pk).values("node_id"))
+        .order_by()
+        .values_list("name", "labels", "gpu_product", "gpu", "gpu_used")
+    )
+    nodes = [TopologyNode(node, labels or {}, product, gpu, used) for node, labels, product, gpu, used in rows]
+    try:
+        answer = topology_capacity(
+            pool.name, nodes, levels, wanted_shapes, level=level or None, gpu_product=gpu_product or None
+        )
+    except TopologyError as exc:
+        raise ConfigError(str(exc), field="level") from None
+    return {
+        "pool": pool.name,
+        "levels": [
+            {
+                "key": each.key,
+                "label": each.label,
+                "domains": [
+                    {"value": d.value, "path": d.path, "nodes": d.nodes, "gpus": d.gpus, "free": d.free}
+                    for d in each.domains
+                ],
+                "shapes": [
+                    {
+                        "pods": s.pods,
+                        "gpus_per_pod": s.gpus_per_pod,
+                        "gangs": s.gangs,
+                        "largest_gang": s.largest_gang,
+                        "largest_domain": s.largest_domain,
+                        "stranded": s.stranded,
+                    }
+                    for s in each.shapes
+                ],
+            }
+            for each in answer
+        ],
+    }

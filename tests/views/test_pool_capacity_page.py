@@ -1,0 +1,35 @@
+"""The pool page's "Capacity by topology" panel (SEMANTICS §11): the figures of ``pool_capacity``, per level."""
+
+from __future__ import annotations
+
+from kube_objects import node
+from people import person, signed_in
+
+from pools import services
+from pools.choices import ConfigType
+
+RACK = "topology.kubernetes.io/rack"
+
+
+def make_pool(cluster, actor, topology_keys):
+    backend = cluster([node("n1", labels={RACK: "r7"}, gpu=8), node("n2", gpu=4)])
+    services.config_apply(
+        changes={ConfigType.POOL: {"racked": {"backend": backend.name, "topology_keys": topology_keys}}},
+        actor=actor,
+    )
+    return signed_in(person("root", password=None, is_superuser=True))
+
+
+def test_the_pool_page_shows_gangs_and_domains_per_level(cluster, actor):
+    page = make_pool(cluster, actor, [{"key": "rack", "label": RACK}]).get("/pools/racked/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Capacity by topology" in html
+    assert 'data-testid="capacity-pool"' in html and 'data-testid="capacity-rack"' in html
+    assert "<td>1×8</td>" in html and '<td class="num">8/8</td>' in html and "<td>r7</td>" in html
+
+
+def test_unreadable_topology_keys_are_explained_on_the_page(cluster, actor):
+    page = make_pool(cluster, actor, ["rack"]).get("/pools/racked/")
+    assert page.status_code == 200
+    assert "topology_keys[0] must be {key, label}" in page.content.decode()
