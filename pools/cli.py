@@ -40,6 +40,8 @@ def check_text(result: dict) -> str:
     lines = [head] + [f"  - {error}" for error in result["errors"]]
     if result["quota"]:
         lines.append(f"Quota: {result['quota']['message']}")
+    if result.get("topology"):
+        lines.append(f"Topology: {result['topology']['message']}")
     if result["nodes"]:
         rows = [
             [

@@ -18,6 +18,7 @@ from .configs.fields import DEFAULT_OVER_QUOTA_WEIGHT
 from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
 from .engine.numbers import parse_number
+from .engine.topology import MAX_SHAPE_NUMBER
 from .tables import formats
 
 NAME_HELP = "Letters, digits, '_', '.' and '-'; starts with a letter."
@@ -251,6 +252,19 @@ class WhatIfForm(forms.Form):
     gpu = forms.CharField(required=False, label="GPU", initial="1")
     memory = forms.CharField(required=False, initial="16Gi", help_text="e.g. 16Gi")
     storage = forms.CharField(required=False, initial="10Gi", help_text="e.g. 10Gi")
+    pods = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_SHAPE_NUMBER,
+        help_text="A gang of this many such pods (empty: one); the quota counts them all.",
+    )
+    topology_level = forms.CharField(
+        required=False,
+        max_length=128,
+        label="Topology level",
+        help_text="Optional: a level of the pool's topology keys (rack): where the gang could start now.",
+    )
+    topology_required = forms.BooleanField(required=False, label="The gang must start in one domain of that level")
 
     def __init__(self, *args, pools: list[str], projects: list[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -270,6 +284,11 @@ class WhatIfForm(forms.Form):
             if text:
                 values[variable] = variable_value(text)
         return values
+
+    def topology(self) -> dict | None:
+        """``{level, required}`` for the check when a level is given, else None."""
+        level = (self.cleaned_data.get("topology_level") or "").strip()
+        return {"level": level, "required": bool(self.cleaned_data.get("topology_required"))} if level else None
 
 
 class RollbackForm(forms.Form):

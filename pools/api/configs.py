@@ -246,6 +246,8 @@ class PoolViewSet(ConfigObjectViewSet):
                 user_values=options["variables"],
                 user=request.user,
                 project=options.get("project") or None,
+                pods=options.get("pods"),
+                topology=options.get("topology"),
             )
         return Response(result)
 

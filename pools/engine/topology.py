@@ -242,3 +242,62 @@ def _shape_capacity(shape: Shape, domains: Sequence[tuple[tuple[str, ...], list]
         if pods > largest:  # the first domain (by path) wins a tie
             largest, where = pods, "/".join(path)
     return ShapeCapacity(shape.pods, shape.gpus_per_pod, gangs, largest, where, stranded)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainSlots:
+    """One domain of a level (its ``path``) and the pod ``slots`` of one GPU count its nodes offer at once."""
+
+    path: str
+    slots: int
+
+
+@dataclass(frozen=True, slots=True)
+class GangFit:
+    """Where one gang of ``shape`` could start now at a ``level`` (SEMANTICS §11, the what-if's topology).
+
+    ``pool_slots`` are the pod slots of the whole pool (nodes in no domain of the level included); ``domains`` are
+    the level's domains that could each take the whole gang, by path. ``required``: the gang ``fits`` when one
+    domain takes it. Preferred: it ``fits`` when the pool's slots take it, and is ``split`` over domains when it
+    fits but no single domain takes it."""
+
+    level: str
+    required: bool
+    shape: Shape
+    fits: bool
+    split: bool
+    pool_slots: int
+    domains: tuple[DomainSlots, ...]
+
+
+def domain_slots(nodes: Iterable[TopologyNode], levels: Sequence[Level], level: str, gpus_per_pod: int):
+    """Each domain of ``level`` (a key of ``levels``) by path, with the pods of ``gpus_per_pod`` GPUs its nodes could
+    start at once (``floor(free / G)`` per node, summed); a key not in ``levels`` is a TopologyError naming them."""
+    depth = next((index for index, each in enumerate(levels, start=1) if each.key == level), None)
+    if depth is None:
+        known = ", ".join(each.key or "" for each in levels) or "none"
+        raise TopologyError(f"the pool has no topology level '{level}' (its levels: {known})")
+    wanted = [each.label for each in levels[:depth]]
+    sums: dict[tuple[str, ...], int] = {}
+    for node in nodes:
+        path = _domain_values(node.labels, wanted)
+        if path is not None:
+            sums[path] = sums.get(path, 0) + node.free // gpus_per_pod
+    return tuple(DomainSlots("/".join(path), slots) for path, slots in sorted(sums.items()))
+
+
+def gang_fit(
+    nodes: Iterable[TopologyNode], levels: Sequence[Level], shape: Shape, *, level: str, required: bool
+) -> GangFit:
+    """Whether one gang of ``shape`` could start now within one domain of ``level`` (``required``) or anywhere in
+    the pool and, then, whether it would be split over the level's domains (see GangFit)."""
+    nodes = list(nodes)
+    per_domain = domain_slots(nodes, levels, level, shape.gpus_per_pod)
+    taking = tuple(domain for domain in per_domain if domain.slots >= shape.pods)
+    pool_slots = sum(node.free // shape.gpus_per_pod for node in nodes)
+    if required:
+        fits, split = bool(taking), False
+    else:
+        fits = pool_slots >= shape.pods
+        split = fits and not taking
+    return GangFit(level, required, shape, fits, split, pool_slots, taking)

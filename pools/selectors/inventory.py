@@ -44,7 +44,7 @@ from ..querysets import node_status_q, visible_pool_ids
 from .capacity import node_based_pools
 from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
 from .quotas import projects_queryset
-from .whatif import project_quota_check
+from .whatif import gang_pods, gang_topology_check, project_quota_check
 
 GI = Decimal(1024**3)
 
@@ -69,14 +69,19 @@ def pool_check(
     platform: str | None = None,
     user_values: dict | None = None,
     project: str | None = None,
+    pods: int | None = None,
+    topology: Mapping | None = None,
 ) -> dict:
     """Would this request fit? Static rules once, per-node rules against each member node (SEMANTICS.md §4).
 
     Each node that may hold it also says whether it could start there now or would wait for free resources
     (``start``, ``shortfalls``; ``starts`` and ``start_now_nodes`` for the whole platform). With ``project``,
-    ``quota`` says where the request's GPUs would put that project on the pool (``whatif.project_quota_check``;
-    a project ``user`` may not see is ``NotFound``); without, ``quota`` is None.
+    ``quota`` says where the request's GPUs (``pods`` pods of them, one when None) would put that project on the
+    pool (``whatif.project_quota_check``; a project ``user`` may not see is ``NotFound``); without, ``quota`` is
+    None. With ``topology`` (``{level, required}``), ``topology`` says whether a gang of ``pods`` such pods could
+    start now in one domain of that level, or split (``whatif.gang_topology_check``); without, it is None.
     """
+    pods = gang_pods(pods)
     pool = pool_get(pool_name, user=user)
     rendered = pool_platform_render(pool, platform, user_values)
     platform_name = rendered["platform"]
@@ -117,11 +122,14 @@ def pool_check(
         verdict = check_request(rules, rendered["variables"], resources, platform=platform_name)
     except EngineError as exc:  # a rule that costs more to render than a render may (SEMANTICS §7.3)
         raise ConfigError(str(exc)) from None
+    gpu = requested_amounts(rendered["variables"]).get("gpu", Decimal(0))
+    gang = None
+    if topology is not None:
+        gang = gang_topology_check(pool=pool, nodes=nodes, gpu=gpu, pods=pods, topology=topology)
     quota = None
     if project:
-        gpu = requested_amounts(rendered["variables"]).get("gpu", Decimal(0))
-        quota = project_quota_check(user=user, pool_name=pool.name, project=project, gpu=gpu)
-    return {"pool": pool.name, "platform": platform_name, **verdict.as_dict(), "quota": quota}
+        quota = project_quota_check(user=user, pool_name=pool.name, project=project, gpu=gpu * pods)
+    return {"pool": pool.name, "platform": platform_name, **verdict.as_dict(), "quota": quota, "topology": gang}
 
 
 class NodeTableRow(NamedTuple):

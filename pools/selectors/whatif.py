@@ -1,17 +1,21 @@
-"""The what-if check's quota part (beyond Run:ai and OSMO): would a request of a project on a pool stay within
-its deserved quota, run over it (and so be preemptible), or go past a limit (SEMANTICS §9)?
+"""The what-if check's quota and topology parts (beyond Run:ai and OSMO): would a request of a project on a pool
+stay within its deserved quota, run over it (and so be preemptible), or go past a limit (SEMANTICS §9)? Could a gang
+of such pods start now inside one domain of a topology level, or would it be split (SEMANTICS §11)?
 
-The check's rules and free resources are ``inventory.pool_check``'s; this module only reads the project's
-figures on the pool, the same rows as ``quota_figures``, and compares them with the GPUs the request asks for.
+The check's rules and free resources are ``inventory.pool_check``'s; the quota part reads the project's figures on
+the pool, the same rows as ``quota_figures``, and compares them with the GPUs the request asks for; the topology
+part hands the platform's available nodes to the engine's ``gang_fit``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
 from accounts.access import SYSTEM
 
-from ..engine.errors import NotFound
+from ..engine.errors import ConfigError, NotFound, TopologyError
+from ..engine.topology import MAX_SHAPE_NUMBER, Shape, TopologyNode, gang_fit, topology_levels
 from .quotas import quota_figures
 
 WITHIN_QUOTA = "within_quota"
@@ -88,6 +92,71 @@ def project_quota_check(*, user, pool_name: str, project: str, gpu: Decimal) -> 
         "fair_share": unit["fair_share"],
         "department_limit": department["limit"] if shown else None,
         "department_allocated": department["allocated"] if shown else None,
+    }
+
+
+def gang_pods(pods) -> int:
+    """The what-if's ``pods`` (a gang's pod count; None: one pod) as an int, or a ConfigError naming ``pods``."""
+    if pods is None:
+        return 1
+    if isinstance(pods, bool) or not isinstance(pods, int) or not 1 <= pods <= MAX_SHAPE_NUMBER:
+        raise ConfigError(f"pods must be a whole number from 1 to {MAX_SHAPE_NUMBER:,}", field="pods")
+    return pods
+
+
+def gang_topology_check(*, pool, nodes: Iterable, gpu: Decimal, pods: int, topology: Mapping) -> dict:
+    """Where a gang of ``pods`` pods of ``gpu`` GPUs each could start now at ``topology["level"]`` of ``pool``'s
+    levels: required (``topology["required"]``), in one domain; preferred, anywhere, split over domains or not.
+
+    ``nodes`` are the platform's member ``Node`` rows; only the available ones count. A topology that is not
+    ``{level, required}``, a level the pool does not have, or a request of no or fractional GPUs is a ConfigError
+    naming ``topology``.
+    """
+    if not isinstance(topology, Mapping) or set(topology) - {"level", "required"}:
+        raise ConfigError("topology must be {level, required}", field="topology")
+    level, required = topology.get("level"), topology.get("required", False)
+    if not isinstance(level, str) or not level or not isinstance(required, bool):
+        raise ConfigError("topology must be {level, required}: a level's key and true or false", field="topology")
+    if gpu < 1 or gpu != int(gpu):
+        raise ConfigError(
+            f"a gang by topology needs pods of whole GPUs; this request asks {_text(gpu)} GPUs a pod", field="topology"
+        )
+    try:
+        fit = gang_fit(
+            [
+                TopologyNode(node.name, node.labels or {}, node.gpu_product, node.gpu, node.gpu_used)
+                for node in nodes
+                if node.available and not node.unschedulable
+            ],
+            topology_levels(pool.topology_keys),
+            Shape(pods, int(gpu)),
+            level=level,
+            required=required,
+        )
+    except TopologyError as exc:
+        raise ConfigError(f"pool '{pool.name}': {exc}", field="topology") from None
+    gang = f"a gang of {pods} pod{'s' if pods != 1 else ''} × {int(gpu)} GPU{'s' if gpu != 1 else ''}"
+    taking = f"{len(fit.domains)} {level} domain{'s' if len(fit.domains) != 1 else ''} could take it whole"
+    if required and fit.fits:
+        message = f"Fits in one {level} now: {taking}"
+    elif required:
+        message = f"No {level} could take {gang} now; the whole pool offers {fit.pool_slots} such pods"
+    elif fit.split:
+        message = f"Fits now, split over several {level} domains: none offers {pods} such pods"
+    elif fit.fits:
+        message = f"Fits now without a split: {taking}"
+    else:
+        message = f"Does not fit now: the whole pool offers {fit.pool_slots} pods of {int(gpu)} GPUs"
+    return {
+        "level": level,
+        "required": required,
+        "pods": pods,
+        "gpus_per_pod": int(gpu),
+        "fits": fit.fits,
+        "split": fit.split,
+        "pool_slots": fit.pool_slots,
+        "domains": [{"path": domain.path, "slots": domain.slots} for domain in fit.domains],
+        "message": message,
     }
 
 

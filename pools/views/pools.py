@@ -281,6 +281,8 @@ class WhatIf(DoorPage):
                     user_values=values,
                     user=request.user,
                     project=form.cleaned_data["project"] or None,
+                    pods=form.cleaned_data["pods"],
+                    topology=form.topology(),
                 )
             except NotFound as exc:
                 problem = exc.problems[0]
@@ -289,7 +291,11 @@ class WhatIf(DoorPage):
                 else:
                     form.add_error("platform" if platform else "pool", str(exc))
             except ConfigError as exc:
-                form.add_error(None, str(exc))
+                field = exc.problems[0].field if exc.problems else ""
+                if field in ("topology", "pods"):
+                    form.add_error("topology_level" if field == "topology" else "pods", exc.problems[0].message)
+                else:
+                    form.add_error(None, str(exc))
             else:
                 result = {"rendered": rendered, "yaml": document_text(rendered["pod_template"]), "verdict": verdict}
         return self.page({"form": form, "result": result, "platforms": choices["platforms"]})

@@ -106,7 +106,7 @@ def oidc_provider(live_server, tmp_path, settings):
             process.kill()
 
 
-def _read_issuer(process: subprocess.Popen, timeout: float = 60.0) -> str:
+def _read_issuer(process: subprocess.Popen, timeout: float = 120.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ready, _, _ = select.select([process.stdout], [], [], 0.2)

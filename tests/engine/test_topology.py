@@ -12,9 +12,12 @@ from hypothesis import strategies as st
 from pools.engine.errors import EngineError, TopologyError
 from pools.engine.topology import (
     STANDARD_SHAPES,
+    DomainSlots,
     Level,
     Shape,
     TopologyNode,
+    domain_slots,
+    gang_fit,
     parse_shape,
     shapes_to_show,
     topology_capacity,
@@ -209,3 +212,47 @@ def test_gangs_and_largest_gang_match_every_placement(nodes, pods, gpus_per_pod)
         if largest:
             assert most_pods(members[answer.largest_domain], gpus_per_pod) == largest
         assert answer.stranded == sum(node.free % gpus_per_pod for node in fleet)
+
+
+# --- one gang's place: per-domain pod slots for one shape (the what-if's topology) -------------------------------
+
+
+def test_domain_slots_per_level_for_one_gpu_count():
+    assert domain_slots(FLEET, LEVELS, "rack", 4) == (
+        DomainSlots("a/r1", 3),  # n1 6 free: 1 slot, n2 8 free: 2
+        DomainSlots("a/r2", 0),
+        DomainSlots("b/r1", 1),
+    )
+    assert domain_slots(FLEET, LEVELS, "zone", 8) == (DomainSlots("a", 1), DomainSlots("b", 1))
+    with pytest.raises(TopologyError, match="no topology level 'row' \\(its levels: zone, rack\\)"):
+        domain_slots(FLEET, LEVELS, "row", 4)
+
+
+@pytest.mark.parametrize("pods", [1, 2, 3, 5])
+@pytest.mark.parametrize("gpus", [1, 4, 8])
+def test_domain_slots_agree_with_the_capacity_of_the_level(pods, gpus):
+    for level in topology_capacity("p", FLEET, LEVELS, [Shape(pods, gpus)]):
+        if level.key is None:
+            continue
+        slots = domain_slots(FLEET, LEVELS, level.key, gpus)
+        assert [d.path for d in slots] == [d.path for d in level.domains]
+        shape = level.shapes[0]
+        assert sum(d.slots // pods for d in slots) == shape.gangs
+        assert max(d.slots for d in slots) == shape.largest_gang
+
+
+def test_a_required_gang_fits_only_inside_one_domain():
+    fit = gang_fit(FLEET, LEVELS, Shape(2, 4), level="rack", required=True)
+    assert (fit.fits, fit.split, fit.pool_slots, fit.domains) == (True, False, 8, (DomainSlots("a/r1", 3),))
+    too_big = gang_fit(FLEET, LEVELS, Shape(4, 4), level="rack", required=True)
+    assert (too_big.fits, too_big.split, too_big.domains) == (False, False, ())
+
+
+def test_a_preferred_gang_fits_in_the_pool_and_says_whether_it_is_split():
+    whole = gang_fit(FLEET, LEVELS, Shape(3, 4), level="rack", required=False)
+    assert (whole.fits, whole.split, [d.path for d in whole.domains]) == (True, False, ["a/r1"])
+    # 4 pods of 4 GPUs: no rack offers 4 slots, but the pool offers 8 (n5 and n6 are in no rack and still count).
+    split = gang_fit(FLEET, LEVELS, Shape(4, 4), level="rack", required=False)
+    assert (split.fits, split.split, split.pool_slots, split.domains) == (True, True, 8, ())
+    nowhere = gang_fit(FLEET, LEVELS, Shape(9, 4), level="zone", required=False)
+    assert (nowhere.fits, nowhere.split) == (False, False)

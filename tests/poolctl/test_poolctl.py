@@ -89,7 +89,17 @@ def test_render_fills_the_builtin_user_container(demo, poolctl):
 def test_check_exit_code_says_whether_the_request_fits(demo, poolctl):
     fits = poolctl("pool", "check", "robotics-training", "--platform", "h100-platform", "--format", "json")
     assert fits.code == 0, fits.out
-    assert set(fits.json()) == {"pool", "platform", "passed", "errors", "nodes", "starts", "start_now_nodes", "quota"}
+    assert set(fits.json()) == {
+        "pool",
+        "platform",
+        "passed",
+        "errors",
+        "nodes",
+        "starts",
+        "start_now_nodes",
+        "quota",
+        "topology",
+    }
     assert set(fits.json()["nodes"][0]) == {"node", "passed", "errors", "start", "shortfalls"}
     too_big = poolctl("pool", "check", "robotics-training", "--platform", "h100-platform", "--set", "USER_GPU=64")
     assert too_big.code == 1

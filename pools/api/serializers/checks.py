@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from ...engine.topology import MAX_SHAPE_NUMBER
+
 
 class RenderRequestSerializer(serializers.Serializer):
     """A request to a pool: the platform (default: the pool's) and the user's variable values."""
@@ -18,6 +20,15 @@ class RenderRequestSerializer(serializers.Serializer):
         return values
 
 
+class TopologyRequestSerializer(serializers.Serializer):
+    """Where the gang should start (SEMANTICS §11): a level of the pool's ``topology_keys``, required or preferred."""
+
+    level = serializers.CharField(max_length=128, help_text="A key of the pool's topology_keys, e.g. rack.")
+    required = serializers.BooleanField(
+        required=False, default=False, help_text="true: in one domain of the level; false: preferred, may be split."
+    )
+
+
 class CheckRequestSerializer(RenderRequestSerializer):
     """A request to check: as for a render, and optionally the project whose quota on the pool it would use."""
 
@@ -27,6 +38,18 @@ class CheckRequestSerializer(RenderRequestSerializer):
         allow_blank=True,
         max_length=128,
         help_text="With a project, `quota` says whether the request fits its quota on the pool.",
+    )
+    pods = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_SHAPE_NUMBER,
+        help_text="A gang of this many such pods (default 1): the quota counts them all, `topology` places them.",
+    )
+    topology = TopologyRequestSerializer(
+        required=False,
+        allow_null=True,
+        help_text="With a topology, `topology` says whether the gang could start now in one domain of `level`.",
     )
 
 
@@ -80,6 +103,27 @@ class QuotaVerdictSerializer(serializers.Serializer):
     department_allocated = serializers.FloatField(allow_null=True, help_text="null when the department is hidden.")
 
 
+class GangDomainSerializer(serializers.Serializer):
+    """A domain that could take the whole gang now: its path and the pods of that size it offers."""
+
+    path = serializers.CharField()
+    slots = serializers.IntegerField()
+
+
+class TopologyVerdictSerializer(serializers.Serializer):
+    """Where a gang of the request's pods could start now at a topology level (SEMANTICS §11)."""
+
+    level = serializers.CharField()
+    required = serializers.BooleanField()
+    pods = serializers.IntegerField()
+    gpus_per_pod = serializers.IntegerField()
+    fits = serializers.BooleanField(help_text="required: one domain takes it; preferred: the pool does.")
+    split = serializers.BooleanField(help_text="preferred: it fits, but over several domains.")
+    pool_slots = serializers.IntegerField(help_text="pods of gpus_per_pod GPUs the whole pool could start now")
+    domains = GangDomainSerializer(many=True, help_text="the level's domains that could take the whole gang")
+    message = serializers.CharField()
+
+
 class CheckResultSerializer(serializers.Serializer):
     """Would the request fit (``poolctl pool check --format json``): rule errors and a verdict per node."""
 
@@ -93,6 +137,7 @@ class CheckResultSerializer(serializers.Serializer):
     )
     start_now_nodes = serializers.IntegerField()
     quota = QuotaVerdictSerializer(allow_null=True, help_text="With `project` in the request; else null.")
+    topology = TopologyVerdictSerializer(allow_null=True, help_text="With `topology` in the request; else null.")
 
 
 class TopologyDomainSerializer(serializers.Serializer):

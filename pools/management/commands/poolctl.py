@@ -203,6 +203,15 @@ class Command(BaseCommand):
             p.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE")
             if verb == "check":
                 p.add_argument("--project", help="also say whether the request fits this project's quota on the pool")
+                p.add_argument("--pods", type=int, help="a gang of this many such pods (default 1)")
+                p.add_argument(
+                    "--topology-level", metavar="LEVEL", help="also say where the gang could start at this level"
+                )
+                p.add_argument(
+                    "--topology-required",
+                    action="store_true",
+                    help="with --topology-level: the gang must start in one domain of it (default: preferred)",
+                )
             _format_option(p)
         p = pool.add_parser("capacity", help="gangs of GPUs the pool can start, per topology level and shape")
         p.add_argument("pool")
@@ -642,6 +651,10 @@ class Command(BaseCommand):
             user_values=parse_assignments(o["assignments"]),
             user=self.principal,
             project=o["project"],
+            pods=o["pods"],
+            topology=(
+                {"level": o["topology_level"], "required": o["topology_required"]} if o["topology_level"] else None
+            ),
         )
         self.out(as_json(result) if o["format"] == "json" else cli.check_text(result))
         if not result["passed"]:
