@@ -28,7 +28,6 @@ import argparse
 import math
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -37,6 +36,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))
+
+from timing import loadavg, timed  # noqa: E402
 
 from pools.engine.topology import (  # noqa: E402
     WHOLE_POOL,
@@ -179,27 +181,6 @@ def selector_rows(answer: dict) -> list[tuple]:
 
 
 # --- measuring ----------------------------------------------------------------------------------------------------
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def timed(function, runs: int, iterations: int) -> dict:
-    """``runs`` runs of ``iterations`` calls: the median of the run medians and their spread, in ms."""
-    function()  # warm-up
-    medians = []
-    for _ in range(runs):
-        times = []
-        for _ in range(iterations):
-            started = time.perf_counter()
-            function()
-            times.append((time.perf_counter() - started) * 1000)
-        medians.append(statistics.median(times))
-    return {"median": statistics.median(medians), "low": min(medians), "high": max(medians), "runs": medians}
 
 
 def main() -> None:

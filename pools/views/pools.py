@@ -75,9 +75,7 @@ class PoolDetail(DoorPage):
                     for platform in selectors.pool_platform_views(pool)
                 ],
                 "summary": row["summary"],
-                "products": sorted(
-                    {p for info in row["summary"]["platforms"].values() for p in info["free_by_product"]}
-                ),
+                "products": selectors.summary_products(row["summary"]),
                 "nodes": selectors.resource_list(user=request.user, filters={"pool": pool.name}),
                 "workloads": selectors.pool_workloads(pool),
                 "ranges": list(selectors.PERIODS),

@@ -6,11 +6,7 @@ from __future__ import annotations
 import pytest
 from kube_objects import node, pod
 from people import person, role, run_poolctl
-
-from pools import services
-from pools.choices import ConfigType
-
-ZONE, RACK = "topology.kubernetes.io/zone", "topology.kubernetes.io/rack"
+from topology_pools import RACK, ZONE, racked_pool
 
 
 @pytest.fixture
@@ -26,20 +22,7 @@ def racks(cluster, actor):
             pod("train-1", node="n1", gpu=2, pool="racked"),
         ]
     )
-    services.config_apply(
-        changes={
-            ConfigType.POD_TEMPLATE: {"a": {"spec": {"nodeSelector": {"team": "a"}}}},
-            ConfigType.POOL: {
-                "racked": {
-                    "backend": backend.name,
-                    "common_pod_template": ["a"],
-                    "topology_keys": [{"key": "zone", "label": ZONE}, {"key": "rack", "label": RACK}],
-                },
-                "other": {"backend": backend.name, "common_pod_template": ["a"]},
-            },
-        },
-        actor=actor,
-    )
+    racked_pool(backend, actor, others=("other",))
     return backend
 
 

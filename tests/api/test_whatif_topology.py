@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import pytest
 from kube_objects import node, pod
+from topology_pools import RACK, ZONE, racked_pool
 
 from accounts.access import SYSTEM
-from pools import selectors, services
-from pools.choices import ConfigType
+from pools import selectors
 from pools.engine.errors import ConfigError
-
-ZONE, RACK = "topology.kubernetes.io/zone", "topology.kubernetes.io/rack"
 
 
 @pytest.fixture
@@ -28,19 +26,7 @@ def racks(cluster, actor):
             pod("train-1", node="n1", gpu=2, pool="racked"),
         ]
     )
-    services.config_apply(
-        changes={
-            ConfigType.POD_TEMPLATE: {"a": {"spec": {"nodeSelector": {"team": "a"}}}},
-            ConfigType.POOL: {
-                "racked": {
-                    "backend": backend.name,
-                    "common_pod_template": ["a"],
-                    "topology_keys": [{"key": "zone", "label": ZONE}, {"key": "rack", "label": RACK}],
-                }
-            },
-        },
-        actor=actor,
-    )
+    racked_pool(backend, actor)
     return backend
 
 
