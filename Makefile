@@ -17,10 +17,11 @@ setup: $(STAMP)
 
 ## run: migrate, load the demo on a new database, create the local admin, serve on 127.0.0.1:8000 with
 ##      an in-process worker that keeps the simulated fleet moving. DEBUG=1 for the demo (plain HTTP, debug
-##      pages); the settings' own default is off.
+##      pages); the settings' own default is off, and with it the static files are collected first (docs/deploy.md).
 run: export DEBUG ?= 1
 run: setup
 	$(PY) manage.py migrate --noinput
+	@if [ "$$DEBUG" != 1 ]; then $(PY) manage.py collectstatic --noinput --verbosity 0; fi
 	$(PY) manage.py bootstrap
 	@echo "Serving on http://127.0.0.1:8000 (Ctrl-C stops; the worker's log is var/worker.log)"
 	@trap 'kill 0' EXIT INT TERM; \

@@ -23,6 +23,9 @@ from pools.engine.policy import Decision, RoleDefinition, evaluate_access, parse
 from pools.engine.policy import allows_some as roles_allow_some
 
 _CACHE = "_gpupool_roles"
+# Roles a user holds beyond their groups' (``user -> [RoleDefinition]``): what the pool domain makes of belonging to
+# a department or a project (SEMANTICS §9.4), plugged in by ``pools.apps``, so every decision below counts them.
+GRANTED_ROLES: list = []
 
 
 class _System:
@@ -65,6 +68,8 @@ def user_roles(user) -> list[RoleDefinition]:
         RoleDefinition(name=name, policies=parse_policies(policies, role=name))
         for name, policies in _held_roles(user).order_by("name").values_list("name", "policies")
     ]
+    if user is not None and not is_system(user) and user.is_authenticated and user.is_active:
+        roles += [role for granted in GRANTED_ROLES for role in granted(user)]
     if user is not None and not is_system(user):
         setattr(user, _CACHE, roles)
     return roles

@@ -52,6 +52,8 @@ class ExternalIdentity(models.Model):
     issuer = models.CharField(max_length=512)
     subject = models.CharField(max_length=255)
     last_login_at = models.DateTimeField(default=timezone.now)
+    # The provider's groups at the last sign-in, as sent (``/team-a``): what a unit's members of kind ``group`` name.
+    groups = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="unique_external_subject")]

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound
-from pools.engine.identity import RoleMapping, reconcile_roles, roles_from_claims
+from pools.engine.identity import RoleMapping, claim_groups, reconcile_roles, roles_from_claims
 from pools.engine.permissions import ADMIN_ROLE, CHANGE_USER, VIEW_USER
 from pools.engine.policy import parse_policies, ungranted
 
@@ -75,12 +75,13 @@ def identity_sign_in(*, claims: Mapping, issuer: str, client_id: str, record_log
     users = get_user_model()
     identity = ExternalIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
     wanted_name = str(claims.get("preferred_username") or claims.get("email") or subject)[:150]
+    groups = claim_groups(claims)
     if identity is None:
         user = users(username=_free_username(wanted_name, subject))
         user.set_unusable_password()
         _copy_profile(user, claims)
         user.save()
-        identity = ExternalIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+        identity = ExternalIdentity.objects.create(user=user, issuer=issuer, subject=subject, groups=groups)
     else:
         user = identity.user
         before = (user.username, user.email, user.first_name, user.last_name)
@@ -91,6 +92,8 @@ def identity_sign_in(*, claims: Mapping, issuer: str, client_id: str, record_log
             user.save(update_fields=["username", "email", "first_name", "last_name"])
         if record_login:
             ExternalIdentity.objects.filter(pk=identity.pk).update(last_login_at=timezone.now())
+        if identity.groups != groups:
+            ExternalIdentity.objects.filter(pk=identity.pk).update(groups=groups)
     user_roles_reconcile(user=user, claims=claims, client_id=client_id)
     return user
 

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files, before anything that could answer them
     "pools.middleware.RequestLimitsMiddleware",
     "pools.middleware.StatementCapMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -113,6 +114,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # ignore the timeout) behaves like the real one.
     # One file per test process, so that test runs side by side do not share it.
     DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"gpupool-test-{os.getpid()}.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A PostgreSQL that hangs (paused, a full disk, a network partition) must not hang every request and task:
+    # a connection not made within DB_CONNECT_TIMEOUT seconds fails (the request answers 503, a worker retries),
+    # and no statement runs longer than DB_STATEMENT_TIMEOUT_MS (requests have their own, shorter cap:
+    # GPUPOOL["STATEMENT_TIMEOUT_MS"]). Keepalives notice a peer that went away under an idle connection.
+    _db_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _db_options.setdefault("connect_timeout", int(os.environ.get("DB_CONNECT_TIMEOUT", "3")))
+    _db_options.setdefault(
+        "options", f"-c statement_timeout={int(os.environ.get('DB_STATEMENT_TIMEOUT_MS', '300000'))}"
+    )
+    _db_options.setdefault("keepalives", 1)
+    _db_options.setdefault("keepalives_idle", 30)
+    _db_options.setdefault("keepalives_interval", 10)
+    _db_options.setdefault("keepalives_count", 3)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -136,9 +151,18 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files (docs/deploy.md). `collectstatic` writes them to STATIC_ROOT under content-hashed names with gzipped
+# copies, and WhiteNoise serves them from the web process: hashed names for ten years ("immutable"),
+# anything else a minute. A container image collects them at build time into a STATIC_ROOT outside VAR_DIR,
+# which is a writable volume there. With DEBUG on, pages link the plain names and WhiteNoise serves them from
+# the source folders as they change, so `make run` needs no collectstatic.
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or VAR_DIR / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -208,6 +232,8 @@ CONTENT_SECURITY_POLICY = {
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # The kubelet probes pods over plain HTTP and would follow the redirect to a port that speaks none.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
@@ -228,6 +254,26 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # A worker reserves one message per process beyond what it runs; with the long tasks acknowledged when they
 # end (pools.tasks.LONG_TASK), none while all its processes sync or watch.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A broker (Redis) that goes away and comes back: the worker reconnects for as long as it takes, at start-up
+# too, instead of exiting; connections notice a dead peer (health checks, keepalives) and fail fast when the
+# broker refuses them (docs/operations.md, "Faults"). Running tasks go on while it reconnects: the leases keep
+# a redelivered sync or watch from running twice.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = float(os.environ.get("CELERY_BROKER_CONNECTION_TIMEOUT", "3"))
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "socket_timeout": 30,
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+    "retry_on_timeout": True,
+}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 3
+CELERY_REDIS_SOCKET_TIMEOUT = 30
+CELERY_REDIS_RETRY_ON_TIMEOUT = True
+CELERY_REDIS_BACKEND_HEALTH_CHECK_INTERVAL = 10
 CELERY_BEAT_SCHEDULE = {
     "sync-all-backends": {
         "task": "pools.tasks.sync_all_backends",
@@ -277,6 +323,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PlacementStrategyEnum": ["binpack", "spread"],
         "StartEnum": "pools.api.serializers.START_CHOICES",  # a node's start and the check's starts
+        "BackendKindEnum": "pools.choices.BackendKind",
+        "MemberKindEnum": ["user", "group", "service_account"],
+        "UnitKindEnum": ["department", "project"],  # a unit's kind, and whose limit a request exceeds
     },
 }
 
@@ -303,6 +352,9 @@ GPUPOOL = {
     # How much lower a Celery worker's CPU priority is than the processes that start it (``nice``): where the
     # workers share CPUs with the web server, streaming clusters leave the pages their share (0: the same).
     "WORKER_NICE": int(os.environ.get("GPUPOOL_WORKER_NICE", "10")),
+    # A sync's lease on its backend, renewed every third of it while the sync runs: a killed worker's backend is
+    # free again this long after it died.
+    "SYNC_LEASE_SECONDS": float(os.environ.get("GPUPOOL_SYNC_LEASE_SECONDS", "30")),
     # The longest a request handler's SQL statement may run on PostgreSQL before it is stopped (a 503).
     "STATEMENT_TIMEOUT_MS": int(os.environ.get("GPUPOOL_STATEMENT_TIMEOUT_MS", "5000")),
 }

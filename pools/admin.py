@@ -22,6 +22,7 @@ from .models import (
     ConfigRevision,
     Department,
     GpuConsumption,
+    JobRecord,
     Lease,
     Node,
     NodeGroupSums,
@@ -302,7 +303,13 @@ class NodeGroupSumsAdmin(ReadOnlyAdmin):
 
 @admin.register(Lease)
 class LeaseAdmin(ReadOnlyAdmin):
-    list_display = ["name", "owner", "expires_at"]
+    list_display = ["name", "owner", "since", "expires_at"]
+
+
+@admin.register(JobRecord)
+class JobRecordAdmin(ReadOnlyAdmin):
+    list_display = ["id", "task", "backend", "state", "created_by", "created_at", "finished_at"]
+    list_filter = ["task", "state", "backend"]
 
 
 admin.site.site_header = "GPU Pool Console"

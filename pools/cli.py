@@ -202,3 +202,25 @@ def capacity_text(result: dict) -> str:
             f"{heading}\n\n{tables.TOPOLOGY_SHAPES.text(level['shapes'])}\n\n{tables.TOPOLOGY_DOMAINS.text(level['domains'])}"
         )
     return "\n\n".join(parts)
+
+
+def my_projects_text(units: list[dict]) -> str:
+    """``my projects``: one row per unit and pool with its figures, then each waiting workload and why it waits."""
+    if not units:
+        return "You belong to no department or project."
+    rows: list[list] = []
+    for unit in units:
+        who = [f"{unit['kind']}/{unit['name']}", unit["role"] + (f" (via {unit['via']})" if unit["via"] else "")]
+        figures = ("deserved", "limit", "fair_share", "allocated", "pending")
+        rows += [[*who, row["pool"], *(amount(row[figure]) for figure in figures)] for row in unit["pools"]]
+        if not unit["pools"]:
+            rows.append([*who, "-", "", "", "", "", ""])
+    text = _table(["UNIT", "ROLE", "POOL", "DESERVED", "LIMIT", "FAIR SHARE", "ALLOCATED", "PENDING"], rows)
+    waiting = [
+        [unit["name"], f"{w['namespace']}/{w['name']}", w["pool"] or "-", amount(w["gpus"]), w["reason"] or "-"]
+        for unit in units
+        for w in unit["pending_workloads"]
+    ]
+    if waiting:
+        text += "\n\nWaiting workloads:\n" + _table(["PROJECT", "WORKLOAD", "POOL", "GPUS", "REASON"], waiting)
+    return text

@@ -19,7 +19,8 @@ from .engine.doors import Door, door
 from .engine.permissions import Permission
 
 # Routes that are no door of the console: the Django admin (its model permissions map onto the catalogue, see
-# accounts.backends.policy_request_for), signing in and out, the API's catch-all 404 and the icon's address.
+# accounts.backends.policy_request_for), signing in and out, the API's catch-all 404, the icon's address and the
+# probes of the process's health (config/health.py: public, they show nothing of the console).
 NOT_DOORS = (
     "admin/",
     "accounts/login/",
@@ -27,6 +28,8 @@ NOT_DOORS = (
     "accounts/oidc/",
     "accounts/profile/tokens/",
     "favicon.ico",
+    "healthz",
+    "readyz",
 )
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 

@@ -420,3 +420,25 @@ class ConsumptionFilterSet(django_filters.FilterSet):
     def keep(self, queryset, name, value):
         """A report parameter, not a row filter: ``consumption_report`` reads it from the cleaned data."""
         return queryset
+
+
+class WorkloadFilterSet(django_filters.FilterSet):
+    """The workloads' filters (page, ``/api/workloads/``, ``poolctl get workloads``): ``selectors.workloads_visible``
+    applies them in its grouped query."""
+
+    pool = django_filters.CharFilter(method="keep", label="Pool")
+    project = django_filters.CharFilter(method="keep", label="Project")
+    user = django_filters.CharFilter(method="keep", label="User")
+    phase = django_filters.CharFilter(method="keep", label="Phase (Pending, Running, Partially running, …)")
+    reason = django_filters.CharFilter(method="keep", label="Why a pending workload waits")
+    pending = django_filters.CharFilter(method="keep", label="1: only workloads with a pending pod")
+    backend = django_filters.CharFilter(method="keep", label="Backend")
+    namespace = django_filters.CharFilter(method="keep", label="Namespace")
+
+    class Meta:
+        model = Pod
+        fields = []
+
+    def keep(self, queryset, name, value):
+        """Read by the selector, which groups the pods."""
+        return queryset

@@ -17,6 +17,7 @@ from .configs import INT32_MAX, NAME_RE, POOL_DOCUMENT, parse_document, variable
 from .configs.fields import DEFAULT_OVER_QUOTA_WEIGHT
 from .engine.documents import dump_yaml
 from .engine.errors import ConfigError
+from .engine.members import parse_member_spec
 from .engine.numbers import parse_number
 from .engine.topology import MAX_SHAPE_NUMBER
 from .tables import formats
@@ -366,6 +367,15 @@ class UnitForm(ChangeFields):
         help_text="Comma-separated Kubernetes namespaces whose workloads are the project's. Empty: runai-<name>.",
     )
 
+    members = forms.CharField(
+        required=False,
+        max_length=100_000,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text="Who belongs, one a line as KIND:NAME:ROLE: user:rita:researcher, group:/team-a:viewer, "
+        "service_account:ci:researcher. Roles: researcher and viewer, and admin for a department (changes its "
+        "projects and their quotas). Only someone who administers the unit changes them.",
+    )
+
     def __init__(self, *args, kind: str, pools: list[str], departments: list[str] = (), editing: bool = False, **kw):
         super().__init__(*args, **kw)
         self.kind, self.pools = kind, list(pools)
@@ -413,6 +423,7 @@ class UnitForm(ChangeFields):
     def initial_for(cls, name: str | None, body: dict, pools: list[str]) -> dict:
         """The form's values for a unit's canonical body (a new unit's: empty, and Run:ai's defaults on each pool)."""
         initial = {"name": name, "description": body.get("description", "")}
+        initial["members"] = "\n".join(f"{m['kind']}:{m['name']}:{m['role']}" for m in body.get("members") or [])
         if "department" in body:
             initial["department"] = body["department"]
             initial["namespaces"] = ", ".join(body.get("namespaces") or [])
@@ -427,6 +438,17 @@ class UnitForm(ChangeFields):
                 DEFAULT_OVER_QUOTA_WEIGHT if weight is None else weight
             )
         return initial
+
+    def clean_members(self) -> list[dict]:
+        """The members' lines as members (``KIND:NAME:ROLE``); the service checks them as a whole."""
+        members = []
+        for line in self.cleaned_data.get("members", "").splitlines():
+            if line.strip():
+                try:
+                    members.append(parse_member_spec(line.strip()))
+                except ConfigError as exc:
+                    raise forms.ValidationError(exc.problems[0].message.replace("--member", "line")) from None
+        return members
 
     def clean(self):
         data = super().clean()
@@ -452,7 +474,7 @@ class UnitForm(ChangeFields):
         """The unit's body to save: the form's fields over ``base``; each shown pool's GPU quota over its entry (its
         priority, CPU and memory kept), a pool it had no entry on only when the quota differs from the defaults."""
         data = self.cleaned_data
-        body = {"description": data.get("description", "")}
+        body = {"description": data.get("description", ""), "members": data.get("members", [])}
         if self.kind == "project":
             body["department"] = data["department"]
             body["namespaces"] = [name.strip() for name in data.get("namespaces", "").split(",") if name.strip()]
@@ -482,6 +504,11 @@ class UnitForm(ChangeFields):
                     field = self.quota_field(pool, _QUOTA_FIELDS[match.group(2)])
             elif path in self.fields:
                 field = path
+            elif path.startswith("members"):
+                line = re.match(r"members\[([0-9]+)\]", path)
+                where = f"line {int(line.group(1)) + 1}: " if line else ""
+                self.add_error("members", where + problem.message)
+                continue
             if field is not None and field in self.fields:
                 self.add_error(field, problem.message)
             else:

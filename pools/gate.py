@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from accounts.access import allows, allows_some, is_system, require
 from pools.choices import TYPE_LABELS, ConfigType
 from pools.configs import parse_config_type, parse_revision_number
-from pools.engine.doors import CONFIG_OBJECT, JOB, NODE, REVISION, Door
+from pools.engine.doors import CONFIG_OBJECT, JOB, NODE, REVISION, WORKLOAD, Door
 from pools.engine.errors import ConfigError, NotFound
 from pools.engine.permissions import (
     CHANGE_CONFIG,
@@ -26,6 +26,7 @@ from pools.engine.permissions import (
 from pools.models import ConfigRevision, Node
 from pools.querysets import visible_object
 from pools.selectors.jobs import job_get
+from pools.selectors.workloads import workload_missing, workload_seen
 
 # The config type each object-read permission's objects are.
 _TYPE_OF = {
@@ -109,6 +110,10 @@ def _sees(principal, door: Door, value: str, params: Mapping[str, object]) -> bo
     if door.kind == JOB:
         job = job_get(value)
         return job is not None and allows(principal, VIEW_BACKEND, job["backend"])
+    if door.kind == WORKLOAD:
+        return workload_seen(
+            user=principal, backend=params.get("backend"), namespace=str(params.get("namespace", "")), name=value
+        )
     if door.object.isupper():  # seen type by type: pod templates, validations
         return allows(principal, door.reads, door.object)
     config_type = _TYPE_OF.get(door.reads.resource_type)
@@ -125,6 +130,8 @@ def _missing(door: Door, value: str, params: Mapping[str, object]) -> str:
         return f"revision {params.get('config_type', '')}:{params.get('revision', '')} does not exist"
     if door.kind == JOB:
         return f"job '{value}' does not exist"
+    if door.kind == WORKLOAD:
+        return workload_missing(params.get("backend"), str(params.get("namespace", "")), value)
     if door.kind == CONFIG_OBJECT:
         return f"{TYPE_LABELS[_config_type(params)]} '{value}' does not exist"
     if door.object.isupper():

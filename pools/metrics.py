@@ -1,5 +1,5 @@
-"""Prometheus metrics at ``/metrics``: per pool GPU numbers (idle GPUs and utilization too), per (department or
-project, pool) quota figures, per backend sync health.
+"""Prometheus metrics at ``/metrics``: per pool GPU numbers (idle GPUs and utilization too, pending workloads by
+reason), per (department or project, pool) quota figures, per backend sync health.
 
 Read at scrape time from the same selectors as every page and ``poolctl``, so the numbers agree. They
 name every pool and backend, so only a principal holding ``READ_METRICS`` (built-in role
@@ -19,6 +19,7 @@ from accounts.access import SYSTEM
 from pools.api.base import ApiView
 
 from . import selectors
+from .engine.verdicts import REASONS
 
 POOL_GAUGES = (
     ("capacity", "total_capacity", "GPUs in the pool's node set (available nodes, each counted once)"),
@@ -49,7 +50,11 @@ QUOTA_LABELS = ("department", "kind", "pool", "unit")  # in prometheus_client's 
 
 
 class InventoryCollector:
-    """Builds the metric families on every scrape."""
+    """Builds the metric families on every scrape; ``quota_rows`` are the scrape's ``quota_figures`` rows, read
+    once for the quota series and the pending workloads' verdicts."""
+
+    def __init__(self, quota_rows: list[dict] | None = None):
+        self.quota_rows = quota_rows
 
     def collect(self):
         pools = selectors.pool_list(user=SYSTEM)
@@ -62,6 +67,7 @@ class InventoryCollector:
         for pool in pools:
             status.add_metric([pool["name"], pool["status"]], 1)
         yield status
+        yield self.pending_workloads([pool["name"] for pool in pools], self.quota_rows)
         yield from self.utilization([pool["name"] for pool in pools])
 
         now = timezone.now()
@@ -75,7 +81,14 @@ class InventoryCollector:
             "gpupool_backend_nodes", "Nodes by status: available, unavailable, cordoned", labels=["backend", "state"]
         )
         errors = GaugeMetricFamily("gpupool_backend_sync_error", "1 while the last contact failed", labels=["backend"])
+        utilization_age = GaugeMetricFamily(
+            "gpupool_utilization_age_seconds",
+            "Seconds since the backend's GPU utilization was last read (the age of every utilization figure)",
+            labels=["backend"],
+        )
         for row in selectors.backend_health(user=SYSTEM):
+            if row["utilization_at"]:
+                utilization_age.add_metric([row["name"]], (now - row["utilization_at"]).total_seconds())
             if row["last_heartbeat"]:
                 age.add_metric([row["name"]], (now - row["last_heartbeat"]).total_seconds())
             if row["last_sync_duration"] is not None:
@@ -83,7 +96,22 @@ class InventoryCollector:
             for state, count in row["nodes"].items():
                 nodes.add_metric([row["name"], state], count)
             errors.add_metric([row["name"]], 1 if row["last_sync_error"] else 0)
-        yield from (age, duration, nodes, errors)
+        yield from (age, duration, nodes, errors, utilization_age)
+
+    @staticmethod
+    def pending_workloads(pool_names: list[str], quota_rows: list[dict] | None = None) -> GaugeMetricFamily:
+        """Pending workloads per pool and reason (SEMANTICS §10, ``selectors.pending_workload_counts``): a sample for
+        every reason of every pool, 0 included, so that a series does not vanish when its last workload starts."""
+        counts = selectors.pending_workload_counts(quota_rows=quota_rows)
+        family = GaugeMetricFamily(
+            "gpupool_pool_pending_workloads",
+            "Workloads with a pending pod, by the reason they wait (the first failing check of their verdict)",
+            labels=["pool", "reason"],
+        )
+        for name in pool_names:
+            for reason in REASONS:
+                family.add_metric([name, reason], counts.get((name, reason), 0))
+        return family
 
     @staticmethod
     def utilization(pool_names: list[str]):
@@ -166,6 +194,7 @@ class MetricsView(ApiView, APIView):
     def get(self, request):
         """Every pool's GPU numbers, every unit's quota figures and every backend's sync health, read now."""
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(InventoryCollector())
-        quotas = quota_exposition(selectors.quota_figures(user=SYSTEM))
+        rows = selectors.quota_figures(user=SYSTEM)
+        registry.register(InventoryCollector(rows))
+        quotas = quota_exposition(rows)
         return HttpResponse(generate_latest(registry) + quotas.encode(), content_type=CONTENT_TYPE_LATEST)

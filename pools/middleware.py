@@ -9,11 +9,14 @@ error shape; pages get a short text.
 
 ``StatementCapMiddleware`` caps every SQL statement a request handler runs on PostgreSQL
 (``statement_timeout``): a search or a page that would make the database work for minutes is stopped after
-``GPUPOOL_STATEMENT_TIMEOUT_MS`` and answers 503 saying so, never a 500 and never a hung worker.
+``GPUPOOL_STATEMENT_TIMEOUT_MS`` and answers 503 saying so, never a 500 and never a hung worker. A database out
+of reach (stopped, or paused past ``DB_CONNECT_TIMEOUT``) answers 503 with ``Retry-After`` too: the API's error
+shape under ``/api/``, a plain page elsewhere.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -21,9 +24,10 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.db import OperationalError, connection
 from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.urls import Resolver404, resolve
+from django.views import defaults
 from django.views.defaults import page_not_found
 
-from pools.api.errors import errors_body
+from pools.api.errors import DATABASE_AWAY, DATABASE_RETRY_SECONDS, database_away, errors_body
 
 API_PREFIX = "/api/"
 # What answers in the API's shape (JSON errors), never with a page.
@@ -140,11 +144,26 @@ class StatementCapMiddleware:
             return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not statement_cancelled(exception):
+        if statement_cancelled(exception):
+            response = _refusal(request, 503, statement_cancelled_message())
+        elif database_away(exception):  # refused, or no answer within the connect timeout (config/settings.py)
+            response = _refusal(request, 503, DATABASE_AWAY)
+        else:
             return None
-        response = _refusal(request, 503, statement_cancelled_message())
-        response["Retry-After"] = "5"
+        response["Retry-After"] = str(DATABASE_RETRY_SECONDS)
         return response
+
+
+def server_error(request):
+    """``handler500``: a failure that no view or middleware answered. The database out of reach, wherever it
+    showed (a middleware reading the session, say), is a 503 with ``Retry-After`` (the API's shape under
+    ``/api/``); anything else is Django's own 500 page."""
+    exception = sys.exc_info()[1]
+    if exception is not None and database_away(exception):
+        response = _refusal(request, 503, DATABASE_AWAY)
+        response["Retry-After"] = str(DATABASE_RETRY_SECONDS)
+        return response
+    return defaults.server_error(request)
 
 
 class NotFoundPageMiddleware:

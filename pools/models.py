@@ -125,6 +125,10 @@ class ResourceValidation(models.Model):
         return self.name
 
 
+# Who belongs to a department or a project (SEMANTICS §9.4, ``engine.members``).
+MEMBERS_HELP = 'who belongs: [{"kind": "user"|"group"|"service_account", "name", "role"}]'
+
+
 class Department(models.Model):
     """A Run:ai department: projects grouped under one quota per node pool (SEMANTICS §9)."""
 
@@ -133,6 +137,7 @@ class Department(models.Model):
     resources = models.JSONField(
         default=list, blank=True, help_text="per node pool: nodePool, priority, gpu/cpu/memory deserved and limit"
     )
+    members = models.JSONField(default=list, blank=True, help_text=MEMBERS_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = querysets.DepartmentQuerySet.as_manager()
@@ -152,6 +157,7 @@ class Project(models.Model):
     department = models.ForeignKey(Department, on_delete=models.CASCADE, related_name="projects")
     namespaces = models.JSONField(default=list, blank=True, help_text="default: runai-<name>")
     resources = models.JSONField(default=list, blank=True)
+    members = models.JSONField(default=list, blank=True, help_text=MEMBERS_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = querysets.ProjectQuerySet.as_manager()
@@ -326,12 +332,26 @@ class Pod(models.Model):
     mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG profile -> requested count")
     created = models.DateTimeField(null=True, blank=True, help_text="metadata.creationTimestamp")
     resource_version = models.CharField(max_length=64, blank=True)
+    # The workload the pod belongs to (SEMANTICS §10, engine.workloads.workload_key), computed by the sync.
+    workload_kind = models.CharField(max_length=64, blank=True)
+    workload_name = models.CharField(max_length=253, blank=True)
+    owner_kind = models.CharField(max_length=64, blank=True, help_text="controller from metadata.ownerReferences")
+    owner_name = models.CharField(max_length=253, blank=True)
+    annotations = models.JSONField(default=dict, blank=True, help_text="only the annotations workloads read")
+    priority_class = models.CharField(max_length=253, blank=True, help_text="spec.priorityClassName")
+    started = models.DateTimeField(null=True, blank=True, help_text="status.startTime")
+    scheduled_reason = models.CharField(max_length=128, blank=True, help_text="PodScheduled reason when not True")
+    scheduled_message = models.CharField(max_length=1000, blank=True, help_text="PodScheduled message when not True")
+    user = models.CharField(max_length=253, blank=True, help_text="who submitted it (engine.workloads.workload_user)")
 
     objects = querysets.PodQuerySet.as_manager()
 
     class Meta:
         ordering = ["backend__name", "namespace", "name"]
         constraints = [models.UniqueConstraint(fields=["backend", "namespace", "name"], name="unique_pod_per_backend")]
+        indexes = [
+            models.Index(fields=["backend", "namespace", "workload_kind", "workload_name"], name="pod_workload"),
+        ]
 
     def __str__(self):
         return f"{self.namespace}/{self.name}"
@@ -517,6 +537,7 @@ class Lease(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     owner = models.CharField(max_length=200)
+    since = models.DateTimeField(null=True, blank=True, help_text="when its holder took it")
     expires_at = models.DateTimeField()
 
     objects = querysets.FleetInternalsQuerySet.as_manager()
@@ -629,3 +650,45 @@ class GpuConsumption(models.Model):
 
     def __str__(self):
         return f"{self.dimension}={self.value} in {self.pool} from {self.start:%Y-%m-%d %H:%M}"
+
+
+class JobRecord(models.Model):
+    """A sync asked for over the API or a page ("Sync now"), polled at ``/api/jobs/{id}/`` from any web process.
+
+    The worker that runs it writes its state here (``pools.jobs``); one job per backend is queued or running at a
+    time (``one_active_job_per_backend``): asking again meanwhile answers that job.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "PENDING", "Queued"
+        STARTED = "STARTED", "Running"
+        SUCCESS = "SUCCESS", "Done"
+        FAILURE = "FAILURE", "Failed"
+
+    ACTIVE = (State.PENDING, State.STARTED)
+
+    id = models.UUIDField(primary_key=True)
+    task = models.CharField(max_length=64)
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="jobs")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = querysets.JobRecordQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["backend", "task"],
+                condition=models.Q(state__in=["PENDING", "STARTED"]),
+                name="one_active_job_per_backend",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.task} of {self.backend_id}: {self.state}"

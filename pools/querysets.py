@@ -104,6 +104,13 @@ class BackendQuerySet(models.QuerySet):
         return self.filter(name__in=visible(principal, VIEW_BACKEND, names))
 
 
+class JobRecordQuerySet(models.QuerySet):
+    def restrict(self, principal):
+        """Jobs of the backends ``principal`` may read."""
+        backends = self.model._meta.get_field("backend").related_model.objects
+        return self.filter(backend__in=backends.restrict(principal))
+
+
 class NamedQuerySet(models.QuerySet):
     """Objects seen one by one through ``permission`` on their name (departments, projects)."""
 

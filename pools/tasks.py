@@ -14,6 +14,7 @@ from django.conf import settings
 from . import selectors, services
 from .inventory.records import InventoryError
 from .models import Backend
+from .services.jobs import job_finished, job_started
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +28,23 @@ LONG_TASK = {"ignore_result": False, "acks_late": True}
 
 
 @shared_task(**LONG_TASK)
-def sync_backend(backend_id: int) -> dict:
-    """Full sync of one backend; skipped (not queued twice) while another sync of it runs."""
+def sync_backend(backend_id: int, job_id: str | None = None) -> dict:
+    """Full sync of one backend; skipped (not queued twice) while another sync of it runs. With ``job_id`` (a
+    "Sync now", ``pools.jobs``) the job's row follows it: started, then its result or error."""
+    if job_id:
+        job_started(job_id)
+    try:
+        result = _sync_backend(backend_id)
+    except Exception as exc:
+        if job_id:
+            job_finished(job_id, error=f"{exc.__class__.__name__}: {exc}")
+        raise
+    if job_id:
+        job_finished(job_id, result=result, error=str(result.get("error") or ""))
+    return result
+
+
+def _sync_backend(backend_id: int) -> dict:
     backend = Backend.objects.filter(pk=backend_id).first()
     if backend is None:
         return {"skipped": "backend no longer exists"}

@@ -2,7 +2,7 @@
 
 from django.urls import path, register_converter
 
-from .views import access, configs, inventory, labels, pools, quotas, utilization
+from .views import access, configs, inventory, labels, pools, quotas, utilization, workloads
 
 
 class DocumentKind:
@@ -39,6 +39,8 @@ urlpatterns = [
     path("backends/<str:name>/sync/", inventory.BackendSync.as_view(), name="backend-sync"),
     path("backends/<str:name>/sync/status/", inventory.BackendSyncStatus.as_view(), name="backend-sync-status"),
     path("idle/", utilization.Idle.as_view(), name="idle"),
+    path("workloads/", workloads.Workloads.as_view(), name="workloads"),
+    path("workloads/<str:backend>/<str:namespace>/<str:name>/", workloads.WorkloadDetail.as_view(), name="workload"),
     path("consumption/", utilization.Consumption.as_view(), name="consumption"),
     path("config/templates/preview/", configs.TemplatePreview.as_view(), name="template-preview"),
     path("config/<kind:kind>/", configs.DocumentList.as_view(), name="documents"),
@@ -53,6 +55,7 @@ urlpatterns = [
     path("quotas/", quotas.QuotaGrid.as_view(), name="quotas"),
     path("quotas/<str:pool>/", quotas.QuotaDashboard.as_view(), name="quota-dashboard"),
     path("quotas/<str:pool>/usage/", quotas.QuotaDashboardChart.as_view(), name="quota-dashboard-usage"),
+    path("my/projects/", quotas.MyProjects.as_view(), name="my-projects"),
     path("projects/", quotas.Projects.as_view(), name="projects"),
     path("projects/new/", quotas.ProjectCreate.as_view(), name="project-create"),
     path("projects/<str:name>/edit/", quotas.ProjectEdit.as_view(), name="project-edit"),

@@ -12,6 +12,7 @@
 # Environment:
 #   KUBE_APISERVER_CACHE          cache dir (default $HOME/.cache/gpu-pool-console)
 #   KUBE_APISERVER_START_TIMEOUT  seconds to wait for /readyz (default 60)
+#   KUBE_APISERVER_AUTHORIZATION  --authorization-mode (default AlwaysAllow; RBAC for the RBAC tests)
 #
 # See docs/kube-apiserver.md.
 set -euo pipefail
@@ -20,6 +21,7 @@ CACHE="${KUBE_APISERVER_CACHE:-${HOME:-/root}/.cache/gpu-pool-console}"
 BIN="$CACHE/kube-apiserver"
 MARKER="$CACHE/kube-apiserver.version"
 START_TIMEOUT="${KUBE_APISERVER_START_TIMEOUT:-60}"
+AUTHORIZATION="${KUBE_APISERVER_AUTHORIZATION:-AlwaysAllow}"
 APT_PKGS=(golang-go etcd-server rsync dpkg-dev openssl curl)
 SRC_LIST=/etc/apt/sources.list.d/gpu-pool-console-deb-src.sources
 
@@ -27,7 +29,7 @@ log() { echo "kube-apiserver.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -302,7 +304,7 @@ cmd_start() {
       --tls-cert-file "$dir/pki/serving.crt" \
       --tls-private-key-file "$dir/pki/serving.key" \
       --token-auth-file "$dir/tokens.csv" \
-      --authorization-mode AlwaysAllow \
+      --authorization-mode "$AUTHORIZATION" \
       --anonymous-auth=false \
       --service-account-issuer https://kubernetes.default.svc.cluster.local \
       --service-account-key-file "$dir/pki/sa.pub" \

@@ -21,8 +21,14 @@ from pools.models import Backend
 # (django-axes) is on only in the tests that ask for it (fixture ``login_throttling``): it refuses
 # ``Client.login()``, which authenticates without a request, and would make one test's wrong passwords
 # another's lockout. Passwords are hashed with a fast hasher: the deployed one takes a deliberate half second a
-# password, and the tests set and check hundreds (what hashing protects is Django's, tested there).
+# password, and the tests set and check hundreds (what hashing protects is Django's, tested there). Pages link
+# static files by their plain names, served from the source folders by the live server: the hashed names of the
+# deployed storage exist only after `collectstatic`, which tests/deploy runs and checks on its own.
 TEST_SETTINGS = override_settings(
+    STORAGES={
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    },
     SECURE_SSL_REDIRECT=False,
     SESSION_COOKIE_SECURE=False,
     CSRF_COOKIE_SECURE=False,

@@ -59,7 +59,14 @@ def pod(
     overhead=None,
     labels=None,
     annotations=None,
+    owner=None,
+    priority_class=None,
+    started=None,
+    created=None,
+    unschedulable=None,
 ):
+    """A Pod; ``owner`` is its controller ``(kind, name)``, ``unschedulable`` the message of a ``PodScheduled``
+    condition that is False (reason ``Unschedulable``), ``started`` its ``status.startTime``."""
     pod_labels = dict(labels or {})
     if pool:
         pod_labels["osmo.pool"] = pool
@@ -75,19 +82,28 @@ def pod(
         spec["initContainers"] = [{"name": "init", "resources": {"limits": {"nvidia.com/gpu": str(init_gpu)}}}]
     if overhead:
         spec["overhead"] = overhead
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": pod_labels,
-            "annotations": dict(annotations or {}),
-            "uid": f"uid-{name}",
-        },
-        "spec": spec,
-        "status": {"phase": phase},
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    metadata = {
+        "name": name,
+        "namespace": namespace,
+        "labels": pod_labels,
+        "annotations": dict(annotations or {}),
+        "uid": f"uid-{name}",
     }
+    if owner:
+        kind, owner_name = owner
+        metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": kind, "name": owner_name, "controller": True}]
+    if created:
+        metadata["creationTimestamp"] = created
+    status = {"phase": phase}
+    if started:
+        status["startTime"] = started
+    if unschedulable is not None:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": unschedulable}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
 def write_list(path: Path, items) -> Path:

@@ -105,3 +105,18 @@ def service_account(username: str, *roles: str):
 def token_for(username: str, expires: str = "30d") -> str:
     """``poolctl token create --user <username>``: the token, from the last line it prints."""
     return poolctl("token", "create", "--user", username, "--expires", expires).strip().splitlines()[-1]
+
+
+def member(unit: str, *members: str, kind: str = "project") -> None:
+    """``poolctl project members <unit> --member KIND:NAME:ROLE ...`` (``kind="department"`` for a department):
+    who belongs to the unit, as an administrator sets it (it replaces the unit's members)."""
+    poolctl(kind, "members", unit, *(arg for spec in members for arg in ("--member", spec)))
+
+
+def idp_person(username: str, *groups: str):
+    """A person who signed in through the identity provider, in these groups (``/team-a``): as the OIDC sign-in
+    makes them (``accounts.services.identity_sign_in``), so unit members of kind ``group`` match them."""
+    from accounts.services import identity_sign_in
+
+    claims = {"sub": f"sub-{username}", "preferred_username": username, "groups": list(groups)}
+    return identity_sign_in(claims=claims, issuer="https://idp.test/realms/lab", client_id="console")

@@ -227,3 +227,47 @@ def test_a_resync_moves_usage_with_a_pod_that_changed_node_and_pool(cluster, act
     services.usage_refresh(backend=backend)
     services.node_groups_refresh(backend=backend)
     assert usage_snapshot() == kept
+
+
+WORKLOAD_FIELDS = ("workload_kind", "workload_name", "owner_kind", "owner_name", "user", "scheduled_reason")
+
+
+def test_list_watch_and_resync_keep_what_workloads_read(cluster, tmp_path):
+    """The sync keeps each pod's workload, owner, kept annotations, start and why it is not scheduled (SEMANTICS §10),
+    on a list, a watch event and a resync alike."""
+    from kube_objects import write_list
+
+    gang = pod(
+        "g-1",
+        phase="Pending",
+        gpu=2,
+        annotations={"pod-group-name": "g", "runai/user": "lena", "noise": "x"},
+        unschedulable="0/2 nodes are available",
+    )
+    backend = cluster([node("a", gpu=8), gang])
+    stored = Pod.objects.get(name="g-1")
+    assert [getattr(stored, field) for field in WORKLOAD_FIELDS] == ["PodGroup", "g", "", "", "lena", "Unschedulable"]
+    assert stored.annotations == {"pod-group-name": "g", "runai/user": "lena"}
+
+    started = pod("web-5d8-x", node="a", owner=("ReplicaSet", "web-5d8"), labels={"pod-template-hash": "5d8"})
+    started["metadata"]["resourceVersion"] = "7"
+    started["spec"]["priorityClassName"] = "inference"
+    started["status"]["startTime"] = "2026-01-02T03:04:05Z"
+    services.watch_events_apply(backend=backend, events=[WatchEvent("ADDED", "pods", started)])
+    stored = Pod.objects.get(name="web-5d8-x")
+    assert [getattr(stored, field) for field in WORKLOAD_FIELDS] == [
+        "Deployment",
+        "web",
+        "ReplicaSet",
+        "web-5d8",
+        "default",
+        "",
+    ]
+    assert stored.priority_class == "inference" and stored.started.isoformat() == "2026-01-02T03:04:05+00:00"
+
+    scheduled = pod("g-1", node="a", gpu=2, annotations={"pod-group-name": "g"}, labels={"user": "rob"})
+    write_list(tmp_path / "test-cluster.json", [node("a", gpu=8), scheduled])
+    services.backend_sync(backend=backend)
+    stored = Pod.objects.get(name="g-1")
+    assert [getattr(stored, field) for field in WORKLOAD_FIELDS] == ["PodGroup", "g", "", "", "rob", ""]
+    assert stored.scheduled_message == "" and stored.annotations == {"pod-group-name": "g"}

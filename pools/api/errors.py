@@ -3,7 +3,8 @@
 The services raise ``ConfigError`` (its ``problems`` carry the field paths) or ``NotFound``; DRF raises its
 own exceptions for bad JSON, missing credentials and the like. The handler here turns all of them into
 the same body, so a script reads one shape whatever went wrong: 400 bad input, 401/403 credentials,
-404 unknown or invisible, 405 method, 409 conflict, 412 stale ``If-Match``, 413 a body too large.
+404 unknown or invisible, 405 method, 409 conflict, 412 stale ``If-Match``, 413 a body too large, 503 (with
+``Retry-After``) while the database is out of reach.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -42,6 +44,28 @@ class Conflict(ConfigProblems):
     """The request is well formed but the current state refuses it (a template in use, an immutable role)."""
 
     status_code = status.HTTP_409_CONFLICT
+
+
+# PostgreSQL's SQLSTATE for a statement it cancelled (``statement_timeout``): answered by pools.middleware.
+QUERY_CANCELED = "57014"
+DATABASE_AWAY = "the database is out of reach; nothing was changed, try again in a few seconds"
+DATABASE_RETRY_SECONDS = 5
+
+
+def database_away(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database out of reach (refused, timed out, restarted under a request): not a
+    statement the database itself stopped, which answers its own 503 (``StatementCapMiddleware``)."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    return getattr(exc.__cause__, "sqlstate", None) != QUERY_CANCELED
+
+
+class DatabaseAway(exceptions.APIException):
+    """503 with ``Retry-After`` while the database is out of reach."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = DATABASE_AWAY
+    wait = DATABASE_RETRY_SECONDS
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -150,6 +174,8 @@ def exception_handler(exc, context):
         exc = ConfigProblems([Problem("", str(exc))])
     elif isinstance(exc, InventoryError):  # the cluster could not be read or written: nothing was changed
         exc = ConfigProblems([Problem("", str(exc))], status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+    elif database_away(exc):
+        exc = DatabaseAway()
 
     if not isinstance(exc, exceptions.APIException):
         return None

@@ -1,9 +1,10 @@
 """Quotas per node pool over REST (SEMANTICS §9): every unit's figures, a bulk change, KAI's fair-share simulator
-and its reclaim check."""
+and its reclaim check, and a member's own departments and projects (§9.4)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers as fields
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
@@ -93,3 +94,33 @@ class QuotaListView(QuotaView):
                 quotas=changes.changes(), actor=self.actor(), description=options["description"], tags=options["tags"]
             )
         return Response({**revisions_body(revisions), "warnings": selectors.quota_warnings(user=request.user)})
+
+
+MY_UNIT = inline_serializer(
+    "MyUnit",
+    {
+        "kind": fields.ChoiceField(choices=["department", "project"]),
+        "name": fields.CharField(),
+        "role": fields.ChoiceField(choices=["researcher", "viewer", "admin"]),
+        "via": fields.CharField(help_text="the department a project's membership comes from, if not listed in it"),
+        "department": fields.CharField(),
+        "pools": fields.ListField(child=fields.DictField(), help_text="per pool: quota_report's figures"),
+        "pending_workloads": fields.ListField(child=fields.DictField(), help_text="each with its reason"),
+    },
+)
+
+
+class MyProjectsView(QuotaView):
+    doors = {"GET": "my.projects"}
+
+    @extend_schema(
+        summary="My departments and projects",
+        description="The departments and projects the caller belongs to (as a user, through an identity provider's "
+        "group, or as a service account; a department's members belong to its projects), each with the caller's "
+        "role and, per pool, the quota (`deserved`, `limit`), `fair_share`, `allocated` and `pending` as "
+        "`GET /api/quotas/` computes them, and each pending workload of a project with the reason it waits "
+        "(SEMANTICS §9.4, §10). Nothing of the units the caller does not belong to.",
+        responses={200: inline_serializer("MyProjects", {"units": fields.ListField(child=MY_UNIT)})},
+    )
+    def get(self, request):
+        return Response({"units": selectors.my_projects(user=request.user)})

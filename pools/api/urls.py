@@ -4,7 +4,7 @@ doors of the catalogue; ``pools.doors`` lists them all with what each needs."""
 from django.urls import include, path, re_path
 from rest_framework.routers import DefaultRouter
 
-from . import access, configs, docs, history, inventory, labels, quotas, utilization
+from . import access, configs, docs, history, inventory, labels, quotas, utilization, workloads
 
 app_name = "api"
 
@@ -66,9 +66,17 @@ urlpatterns = [
     path("quotas/", quotas.QuotaListView.as_view(), name="quota-list"),
     path("quotas/simulate/", quotas.QuotaSimulateView.as_view(), name="quota-simulate"),
     path("quotas/reclaim/", quotas.QuotaReclaimView.as_view(), name="quota-reclaim"),
+    path("my/projects/", quotas.MyProjectsView.as_view(), name="my-projects"),
     # GPU utilization: idle GPUs and GPU-hours
     path("idle_gpus/", utilization.IdleGpuListView.as_view(), name="idle-gpus"),
     path("consumption/", utilization.ConsumptionView.as_view(), name="consumption"),
+    # workloads (SEMANTICS §10)
+    path("workloads/", workloads.WorkloadListView.as_view(), name="workload-list"),
+    path(
+        "workloads/<str:backend>/<str:namespace>/<str:name>/",
+        workloads.WorkloadDetailView.as_view(),
+        name="workload-detail",
+    ),
     path("", include(router.urls)),
     re_path(r"^[\s\S]*$", docs.UnknownEndpointView.as_view(), name="unknown"),  # newlines too
 ]

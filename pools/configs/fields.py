@@ -16,6 +16,7 @@ from ..choices import LABEL_WRITABLE_KINDS, TYPE_LABELS, BackendKind, ConfigType
 from ..engine.errors import ConfigError, EngineError, Problem
 from ..engine.identity import SYNC_MODES
 from ..engine.labels import label_key_problem, label_value_problem
+from ..engine.members import normalize_members
 from ..engine.policy import parse_policies, policies_from_legacy_actions
 from ..engine.quantities import parse_duration
 from ..engine.validation import parse_rules
@@ -75,8 +76,9 @@ DEFAULT_POOL_LABEL_KEY = "runwhere.ai/pool"
 ROLE_FIELDS = ("description", "policies", "external_roles", "sync_mode", "immutable")
 # A department's and a project's fields (SEMANTICS §9), in the order their bodies show them. ``resources`` is
 # Run:ai's list of quotas, one entry per node pool (``QUOTA_RESOURCES`` says each entry's figures).
-DEPARTMENT_FIELDS = ("description", "resources")
-PROJECT_FIELDS = ("description", "department", "namespaces", "resources")
+# ``members`` lists who belongs to the unit and with which role (``engine.members``, SEMANTICS §9.4).
+DEPARTMENT_FIELDS = ("description", "resources", "members")
+PROJECT_FIELDS = ("description", "department", "namespaces", "resources", "members")
 # Per node pool: Run:ai's names. GPUs and CPU cores may be fractions; CPU memory is in MiB.
 QUOTA_RESOURCES = ("gpu", "cpu", "memory")
 # Run:ai's over-quota weight names (None: no over-quota, i.e. limit = deserved).
@@ -593,8 +595,13 @@ def normalize_department(body: Any, where: str, name: str) -> tuple[dict, list[P
     reader.reject_unknown({"name", *DEPARTMENT_FIELDS})
     if "name" in reader.body and reader.body["name"] != name:
         reader.fail("name", f"'{reader.body['name']}' does not match the department name '{name}'")
-    normalized = {"description": reader.string("description", max_length=10_000), "resources": normalize_quotas(reader)}
-    return normalized, reader.problems
+    members, problems = normalize_members(reader.body.get("members"), unit_kind="department", where=where)
+    normalized = {
+        "description": reader.string("description", max_length=10_000),
+        "resources": normalize_quotas(reader),
+        "members": members,
+    }
+    return normalized, reader.problems + problems
 
 
 def normalize_project(body: Any, where: str, name: str) -> tuple[dict, list[Problem]]:
@@ -612,13 +619,15 @@ def normalize_project(body: Any, where: str, name: str) -> tuple[dict, list[Prob
             reader.fail("namespaces", f"'{namespace}': {problem}")
     if len(set(namespaces)) != len(namespaces):
         reader.fail("namespaces", "names a namespace twice")
+    members, problems = normalize_members(reader.body.get("members"), unit_kind="project", where=where)
     normalized = {
         "description": reader.string("description", max_length=10_000),
         "department": department,
         "namespaces": sorted(set(namespaces)),
         "resources": normalize_quotas(reader),
+        "members": members,
     }
-    return normalized, reader.problems
+    return normalized, reader.problems + problems
 
 
 NAMESPACE_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

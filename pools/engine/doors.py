@@ -43,6 +43,7 @@ NODE = "node"  # a node of a pool the caller may see (``Node.objects.restrict``)
 REVISION = "revision"  # a config revision the caller may see (``{config_type}`` and ``{revision}``)
 JOB = "job"  # a job of a backend the caller may see
 CONFIG_OBJECT = "config"  # an object of the config type ``{config_type}`` names
+WORKLOAD = "workload"  # a workload the caller may see (``{backend}``, ``{namespace}`` and ``{name}``)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Door:
     @property
     def checks_object(self) -> bool:
         """Whether the gate decides an object's existence for the caller before the door runs."""
-        return bool(self.object) and (self.reads is not None or self.kind in (REVISION, JOB, CONFIG_OBJECT))
+        return bool(self.object) and (self.reads is not None or self.kind in (REVISION, JOB, CONFIG_OBJECT, WORKLOAD))
 
 
 _MANAGED = "and department:Update on the project's department, before and after the change"
@@ -283,6 +284,26 @@ DOORS: tuple[Door, ...] = (
         CHANGE_CONFIG,
         acts_on="DEPARTMENT|PROJECT",
         note=_MANAGED,
+    ),
+    Door(
+        "my.projects",
+        "one's own departments and projects: quota, fair share, allocated, pending and why each workload waits",
+        signed_in=True,
+        note="only the units one is a member of (SEMANTICS §9.4)",
+    ),
+    # --- workloads (SEMANTICS §10) -----------------------------------------------------------------------------
+    Door(
+        "workload.list",
+        "workloads: the pods of a pod group, a controller or alone, with why each pending one waits",
+        signed_in=True,
+        note="rows of the pools the caller may see and of the projects they are a member of",
+    ),
+    Door(
+        "workload.get",
+        "one workload: its pods, nodes, verdict, victims and phases",
+        object="name",
+        kind=WORKLOAD,
+        note="404 unless a workload of a pool the caller may see or of a project they are a member of",
     ),
     # --- GPU utilization ----------------------------------------------------------------------------------------
     Door("idle.list", "workloads holding idle GPUs", VIEW_POOL, rows=True),

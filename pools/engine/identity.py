@@ -53,6 +53,17 @@ def group_values(group: str) -> set[str]:
     return values
 
 
+# At most this many groups of one user are kept, each at most this long: a bound on what a token can make us store.
+MAX_GROUPS, MAX_GROUP_LENGTH = 1000, 255
+
+
+def claim_groups(claims: Mapping) -> list[str]:
+    """The ``groups`` claim as kept with the user (sorted, each once, bounded): what unit members of kind
+    ``group`` are matched against, whole value by whole value (``group_values``)."""
+    groups = {group for group in _strings(claims.get("groups")) if 0 < len(group) <= MAX_GROUP_LENGTH}
+    return sorted(groups)[:MAX_GROUPS]
+
+
 def claim_values(claims: Mapping, *, client_id: str = "") -> set[str]:
     """Every group and role value the claims carry, each whole (a top-level group path also by its name)."""
     values: set[str] = set()

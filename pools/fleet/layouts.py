@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from pools.engine.workloads import POD_GROUP_ANNOTATION, TEMPLATE_HASH_LABEL
 from pools.inventory.records import paused_gc
 
 from .catalogue import (
@@ -174,7 +175,9 @@ class Standing:
 
     It runs on ``node``, or with ``waiting`` it waits for a node like it (its GPU product's selector and
     tolerations, plus ``selector``), Pending for ``reason``. ``activity`` declares how it uses its GPUs
-    (``dcgm.ACTIVITY_LABEL``: ``idle`` for a notebook left open).
+    (``dcgm.ACTIVITY_LABEL``: ``idle`` for a notebook left open). ``group`` names the gang (KAI's pod group) it
+    is one pod of; ``deployment`` makes it the pod of a Deployment's ReplicaSet; ``preemptible`` gives it the
+    priority ``LOW`` (a reclaim may take its GPUs back).
     """
 
     namespace: str
@@ -187,6 +190,9 @@ class Standing:
     selector: Mapping[str, str] = field(default_factory=dict)
     activity: str = ""
     reason: str = ""
+    group: str = ""
+    deployment: bool = False
+    preemptible: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,20 +220,104 @@ DEMO_WORKLOADS: dict[str, Load] = {
             Standing(
                 "sim", "sdg-batch", 8, "robotics-training", _H100_TRAINING, "farah", True, reason=_SIM_LIMIT_REASON
             ),
-            Standing("team-a", "notebook-priya", 2, "robotics-training", "a100-b-002", "priya", activity="idle"),
+            Standing(
+                "team-a",
+                "notebook-priya",
+                2,
+                "robotics-training",
+                "a100-b-002",
+                "priya",
+                activity="idle",
+                deployment=True,
+            ),
             *(
-                Standing("robotics", f"locomotion-pretrain-{n}", 8, "robotics-training", _H100_TRAINING, "mateo", True)
+                Standing(
+                    "robotics",
+                    f"locomotion-pretrain-{n}",
+                    8,
+                    "robotics-training",
+                    _H100_TRAINING,
+                    "mateo",
+                    True,
+                    group="locomotion-pretrain",
+                )
                 for n in range(1, 7)
             ),
             *(
-                Standing("research", f"vla-pretrain-{n}", 8, "robotics-training", _H100_TRAINING, "lena", True)
+                Standing(
+                    "research",
+                    f"vla-pretrain-{n}",
+                    8,
+                    "robotics-training",
+                    _H100_TRAINING,
+                    "lena",
+                    True,
+                    group="vla-pretrain",
+                )
                 for n in range(1, 3)
             ),
         ),
     ),
     "runai-cluster-01": Load(
         {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 2},
-        (Standing("research", "world-model-eval", 4, "l40s-nodes", "l40s-r-001", "kenji", True, {"gpu-type": "L40S"}),),
+        (
+            Standing(
+                "research", "world-model-eval", 4, "l40s-nodes", "l40s-r-001", "kenji", True, {"gpu-type": "L40S"}
+            ),
+            # More GPUs in one pod than any A10G node has: it can never start (never_fits).
+            Standing("infer", "llm-finetune-16x", 16, "a10g-nodes", "a10g-r-001", "omar", True, {"gpu-type": "A10G"}),
+        ),
+    ),
+    # Why workloads wait (SEMANTICS §10), each reason made to hold whatever the moving jobs do: on
+    # robotics-inference a canary pinned to t4-i-001 may take back the GPUs of a preemptible backfill holding that
+    # node (reclaim), and a replica pinned to t4-i-002 waits behind a non-preemptible one filling it (no_capacity);
+    # a CPU-only warm-up fits at once (scheduling). On robotics-simulation sim's 32-GPU gang asks more than
+    # product's limit there (department_limit).
+    "inference-cluster-01": Load(
+        {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 1},
+        (
+            Standing("research", "embed-backfill", 4, "robotics-inference", "t4-i-001", "lena", preemptible=True),
+            Standing(
+                "infer",
+                "triton-canary",
+                4,
+                "robotics-inference",
+                "t4-i-001",
+                "omar",
+                True,
+                {"kubernetes.io/hostname": "t4-i-001"},
+            ),
+            Standing("infer", "triton-a", 4, "robotics-inference", "t4-i-002", "omar"),
+            Standing(
+                "infer",
+                "triton-b",
+                4,
+                "robotics-inference",
+                "t4-i-002",
+                "omar",
+                True,
+                {"kubernetes.io/hostname": "t4-i-002"},
+            ),
+            Standing("infer", "tokenizer-warmup", 0, "robotics-inference", "cpu-i-001", "omar", True),
+        ),
+    ),
+    # On heterogeneous_pool sim (deserved 0 there) waits with a 32-GPU gang, more than the fair share the pool's
+    # 40 GPUs leave it (over_fair_share).
+    "default": Load(
+        {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 1},
+        tuple(
+            Standing("sim", f"sdg-sweep-{n}", 8, "heterogeneous_pool", "a100-d-001", "farah", True, group="sdg-sweep")
+            for n in range(1, 5)
+        ),
+    ),
+    "graphics-cluster-01": Load(
+        {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 1},
+        tuple(
+            Standing(
+                "sim", f"sdg-render-{n}", 8, "robotics-simulation", "l40s-s-001", "farah", True, group="sdg-render"
+            )
+            for n in range(1, 5)
+        ),
     ),
 }
 
@@ -255,7 +345,7 @@ def _standing_pod(standing: Standing, node: dict) -> dict:
         "labels": {
             "app.kubernetes.io/managed-by": "osmo",
             JOB_POOL_LABEL: standing.pool,
-            PRIORITY_LABEL: "NORMAL",
+            PRIORITY_LABEL: "LOW" if standing.preemptible else "NORMAL",
             USER_LABEL: standing.user,
             "osmo.workflow_id": standing.name,
         },
@@ -264,6 +354,21 @@ def _standing_pod(standing: Standing, node: dict) -> dict:
     }
     if standing.activity:
         metadata["labels"][ACTIVITY_LABEL] = standing.activity
+    if standing.group:
+        metadata["annotations"][POD_GROUP_ANNOTATION] = standing.group
+    if standing.deployment:
+        template_hash = Stream("template", standing.namespace, standing.name).hex(10)
+        metadata["labels"][TEMPLATE_HASH_LABEL] = template_hash
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "blockOwnerDeletion": True,
+                "controller": True,
+                "kind": "ReplicaSet",
+                "name": f"{standing.name}-{template_hash}",
+                "uid": Stream("replicaset", standing.namespace, standing.name).uid(),
+            }
+        ]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     if standing.reason:
         pod["status"] = {

@@ -352,8 +352,11 @@ def job_pod(
     resource_version: str,
     status: dict,
     created: str,
+    job: str = "",
+    job_uid: str = "",
 ) -> dict:
-    """An OSMO job's pod (``restartPolicy: Never``, OSMO's control sidecar, pool/priority/user labels)."""
+    """An OSMO job's pod (``restartPolicy: Never``, OSMO's control sidecar, pool/priority/user labels), owned by
+    the batch Job ``job`` when given."""
     priority_class, priority_value = PRIORITY_CLASSES[priority]
     spec = {
         "containers": containers,
@@ -375,21 +378,27 @@ def job_pod(
     }
     if init is not None:
         spec["initContainers"] = init
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "annotations": _JOB_ANNOTATIONS,
-            "creationTimestamp": created,
-            "labels": labels,
-            "name": name,
-            "namespace": namespace,
-            "resourceVersion": resource_version,
-            "uid": uid,
-        },
-        "spec": spec,
-        "status": status,
+    metadata = {
+        "annotations": _JOB_ANNOTATIONS,
+        "creationTimestamp": created,
+        "labels": labels,
+        "name": name,
+        "namespace": namespace,
+        "resourceVersion": resource_version,
+        "uid": uid,
     }
+    if job:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "blockOwnerDeletion": True,
+                "controller": True,
+                "kind": "Job",
+                "name": job,
+                "uid": job_uid,
+            }
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
 def system_pod(

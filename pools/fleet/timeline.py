@@ -594,7 +594,7 @@ class Fleet:
             "app.kubernetes.io/managed-by": "osmo",
             objects.PRIORITY_LABEL: priority,
             objects.USER_LABEL: objects.USERS[(y >> 8) % len(objects.USERS)],
-            "osmo.workflow_id": f"{stems[(y >> 16) % len(stems)]}-{(y >> 24) & 0xFFFFF:05x}",
+            "osmo.workflow_id": (workflow := f"{stems[(y >> 16) % len(stems)]}-{(y >> 24) & 0xFFFFF:05x}"),
         }
         if info.pools:
             labels[objects.POOL_LABEL] = info.pools[(y >> 44) % len(info.pools)]
@@ -618,9 +618,12 @@ class Fleet:
             x=x,
             exit_code=exit_code,
         )
+        pod_uid = f"{uid_prefix}{(epoch * GOLD) & 0xFFFFFFFFFFFF:012x}"
         return objects.job_pod(
             name=name_prefix + str(epoch),
-            uid=f"{uid_prefix}{(epoch * GOLD) & 0xFFFFFFFFFFFF:012x}",
+            uid=pod_uid,
+            job=f"{workflow}-{name_prefix.removeprefix('job-')}{epoch}",
+            job_uid=pod_uid[:-12] + f"{(epoch * C2) & 0xFFFFFFFFFFFF:012x}",
             namespace=self.namespaces[(y >> 40) % len(self.namespaces)],
             labels=labels,
             node_name=info.name,

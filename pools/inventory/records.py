@@ -20,6 +20,7 @@ from typing import Any
 from pools.engine.accounting import TERMINATED_PHASES, pod_resource_requests
 from pools.engine.errors import QuantityError
 from pools.engine.quantities import parse_quantity
+from pools.engine.workloads import controller, kept_annotations, workload_key, workload_user
 
 GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
@@ -151,6 +152,17 @@ class PodRecord:
     resource_version: str = ""
     created: str = ""  # metadata.creationTimestamp, as the API server writes it
     node_selector: dict = field(default_factory=dict)  # spec.nodeSelector
+    # What workloads read (SEMANTICS §10): see engine.workloads.
+    workload_kind: str = ""
+    workload_name: str = ""
+    owner_kind: str = ""
+    owner_name: str = ""
+    annotations: dict = field(default_factory=dict)  # only engine.workloads.KEPT_ANNOTATIONS
+    priority_class: str = ""  # spec.priorityClassName
+    started: str = ""  # status.startTime, as the API server writes it
+    scheduled_reason: str = ""  # the PodScheduled condition's, when its status is not True
+    scheduled_message: str = ""
+    user: str = ""
 
     def pod_fields(self, pool_label: str, priority_label: str) -> dict:
         """The Pod model's synced fields; the pool and priority come from the backend's label keys."""
@@ -169,6 +181,16 @@ class PodRecord:
             "mig_devices": self.mig_devices,
             "resource_version": self.resource_version,
             "created": parse_timestamp(self.created),
+            "workload_kind": self.workload_kind,
+            "workload_name": self.workload_name,
+            "owner_kind": self.owner_kind,
+            "owner_name": self.owner_name,
+            "annotations": self.annotations,
+            "priority_class": self.priority_class,
+            "started": parse_timestamp(self.started),
+            "scheduled_reason": self.scheduled_reason,
+            "scheduled_message": self.scheduled_message,
+            "user": self.user,
         }
 
 
@@ -418,6 +440,42 @@ def _strings(values: Any) -> bool:
     return type(values) is dict and all(type(v) is str for v in values.values())
 
 
+SCHEDULED_MESSAGE_LIMIT = 1000
+# The kept annotations of each distinct set, shared between pods like their requests: most pods keep none, and the
+# pods of one workload keep the same few. Callers only read them.
+_ANNOTATIONS_SEEN: dict[tuple, dict[str, str]] = {}
+_ANNOTATIONS_SEEN_LIMIT = 10_000
+
+
+def _kept_annotations(annotations: Any) -> dict[str, str]:
+    kept = kept_annotations(annotations)
+    key = tuple(sorted(kept.items()))
+    shared = _ANNOTATIONS_SEEN.get(key)
+    if shared is None:
+        if len(_ANNOTATIONS_SEEN) >= _ANNOTATIONS_SEEN_LIMIT:
+            _ANNOTATIONS_SEEN.clear()
+        shared = _ANNOTATIONS_SEEN[key] = kept
+    return shared
+
+
+def pod_scheduled(status: Any) -> tuple[str, str]:
+    """The ``PodScheduled`` condition's reason and message (bounded) when its status is not True, else ``("", "")``."""
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conditions, list):
+        return "", ""
+    for condition in conditions:
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
+            if str(condition.get("status")) == "True":
+                return "", ""
+            reason = str(condition.get("reason") or "")[:128]
+            return reason, str(condition.get("message") or "")[:SCHEDULED_MESSAGE_LIMIT]
+    return "", ""
+
+
+def _text(value: Any, limit: int) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
 def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = False) -> PodRecord | None:
     """A PodRecord from a Kubernetes Pod object; None for terminated pods and (with a warning) nameless ones."""
     metadata = obj.get("metadata") if isinstance(obj, dict) else None
@@ -440,13 +498,19 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
     gpu = requests.get(GPU)
     if not gpu and metadata.get("annotations"):
         gpu = gpu_fraction(metadata["annotations"], f"pod {namespace}/{name}", warnings)
+    labels = _string_map(metadata.get("labels"))
+    annotations = _kept_annotations(metadata.get("annotations"))
+    owner_kind, owner_name = controller(metadata.get("ownerReferences"))
+    owner_kind, owner_name = owner_kind[:64], owner_name[:253]
+    workload_kind, workload_name = workload_key(name, labels, annotations, owner_kind, owner_name)
+    scheduled_reason, scheduled_message = pod_scheduled(status)
     return PodRecord(
         namespace=namespace,
         name=name,
         uid=str(metadata.get("uid") or ""),
         node_name=str(spec.get("nodeName") or ""),
         phase=phase,
-        labels=_string_map(metadata.get("labels")),
+        labels=labels,
         cpu=requests.get("cpu", Decimal(0)),
         memory=int(requests.get("memory", 0)),
         storage=int(requests.get("ephemeral-storage", 0)),
@@ -459,6 +523,16 @@ def pod_record(obj: Any, warnings: list[str], *, trust_resource_version: bool = 
         resource_version=object_version(obj, trust_resource_version=trust_resource_version),
         created=str(metadata.get("creationTimestamp") or ""),
         node_selector=_string_map(spec.get("nodeSelector")),
+        workload_kind=workload_kind[:64],
+        workload_name=workload_name[:253],
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        annotations=annotations,
+        priority_class=_text(spec.get("priorityClassName"), 253),
+        started=_text(status.get("startTime") if isinstance(status, dict) else None, 64),
+        scheduled_reason=scheduled_reason,
+        scheduled_message=scheduled_message,
+        user=workload_user(labels, annotations, namespace)[:253],
     )
 
 

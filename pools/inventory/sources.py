@@ -582,8 +582,13 @@ class SourceStatus:
 
 
 def _stream_events(response, kind: str, stop: threading.Event) -> Iterator[WatchEvent]:
-    """Parse a watch response line by line; an ERROR event with code 410 raises WatchExpired."""
-    from urllib3.exceptions import HTTPError
+    """Parse a watch response line by line; an ERROR event with code 410 raises WatchExpired.
+
+    A read that times out (no event, not even a bookmark, within the read timeout) ends the stream like the
+    server's own ``timeoutSeconds`` does: a quiet cluster is not a lost connection, and the caller watches again
+    from the last version (a server that really went away fails that next request instead).
+    """
+    from urllib3.exceptions import HTTPError, ReadTimeoutError
 
     buffer = b""
     try:
@@ -607,6 +612,8 @@ def _stream_events(response, kind: str, stop: threading.Event) -> Iterator[Watch
                     raise InventoryError(f"watching {kind}: {status.get('message') or status}")
                 if isinstance(event.get("object"), dict) and event.get("type"):
                     yield WatchEvent(event["type"], kind, event["object"], time.time())
+    except (ReadTimeoutError, TimeoutError):
+        logger.debug("watching %s: no event within the read timeout; watching again", kind)
     except (HTTPError, OSError) as exc:
         raise InventoryError(f"watching {kind}: connection lost ({_reason(exc)})") from None
 

@@ -31,15 +31,32 @@ class _Meta(TypedDict, total=False):
     creationTimestamp: str  # noqa: N815
 
 
-# Only the annotations accounting reads (Run:ai's GPU fractions): others, such as kubectl's last applied
-# configuration, are skipped unread.
+# Only the annotations accounting (Run:ai's GPU fractions) and workloads (engine.workloads.KEPT_ANNOTATIONS)
+# read: others, such as kubectl's last applied configuration, are skipped unread.
 _PodAnnotations = TypedDict(
-    "_PodAnnotations", {"gpu-fraction": str | None, "gpu-fraction-num-devices": str | None}, total=False
+    "_PodAnnotations",
+    {
+        "gpu-fraction": str | None,
+        "gpu-fraction-num-devices": str | None,
+        "pod-group-name": str | None,
+        "user": str | None,
+        "runai/user": str | None,
+        "osmo.user": str | None,
+        "runai/queue": str | None,
+    },
+    total=False,
 )
+
+
+class _OwnerReference(TypedDict, total=False):
+    kind: str
+    name: str
+    controller: bool | None
 
 
 class _PodMeta(_Meta, total=False):
     annotations: _PodAnnotations | None
+    ownerReferences: list[_OwnerReference] | None  # noqa: N815
 
 
 class _Address(TypedDict, total=False):
@@ -93,6 +110,7 @@ class _Container(TypedDict, total=False):
 class _PodSpec(TypedDict, total=False):
     nodeName: str  # noqa: N815
     nodeSelector: dict[str, str] | None  # noqa: N815
+    priorityClassName: str | None  # noqa: N815
     containers: list[_Container] | None
     initContainers: list[_Container] | None  # noqa: N815
     overhead: dict[str, Quantity] | None
@@ -100,6 +118,8 @@ class _PodSpec(TypedDict, total=False):
 
 class _PodStatus(TypedDict, total=False):
     phase: str
+    startTime: str | None  # noqa: N815
+    conditions: list[_Condition] | None
 
 
 class _Pod(TypedDict, total=False):

@@ -13,6 +13,7 @@
 - ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
 - ``charts``: the data of every chart, in one shape
 - ``effects``: what a config change would move before it is saved: nodes, GPUs, workloads, quota warnings
+- ``membership``: who belongs to which department and project, the roles it gives, the My projects view
 - ``topology``: capacity by topology: the gangs of GPUs a pool can start, per level and shape
 
 Every function that returns user-facing data takes ``user=`` (``accounts.access.SYSTEM`` for tasks and the
@@ -104,6 +105,7 @@ from .inventory import (
     utilization_read_at,
     what_if_choices,
 )
+from .membership import forget_memberships, has_units, membership_roles, my_projects, projects_of, units_of
 from .nodepools import NODE_POOL_SUMS, node_pool_list
 from .overview import pool_overview
 from .pools import (
@@ -175,4 +177,6 @@ from .utilization import (
     utilization_source,
     workload_context,
 )
+from .verdicts import pending_verdicts, pending_workload_counts, pool_waiting_summary, request_verdict
 from .whatif import project_quota_check
+from .workloads import WorkloadRows, workload_get, workloads_visible

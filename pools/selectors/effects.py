@@ -169,8 +169,8 @@ def _workloads(backend: str, nodes: set[str], hidden: set[str]) -> dict[str, lis
         Pod.objects.filter(backend__name=backend, node_name__in=sorted(nodes))
         .filter(Q(gpu__gt=0) | ~Q(mig_devices={}))
         .exclude(pool_name__in=sorted(hidden))
-        .annotate(user=user, other=other)
-        .values("node_name", "pool_name", "namespace", "user", "other")
+        .annotate(labelled_user=user, other=other)
+        .values("node_name", "pool_name", "namespace", "labelled_user", "other")
         .annotate(pods=Count("id"), gpu=Sum("gpu"))
         .order_by()
     )
@@ -180,7 +180,7 @@ def _workloads(backend: str, nodes: set[str], hidden: set[str]) -> dict[str, lis
             {
                 "pool_label": row["pool_name"],
                 "namespace": row["namespace"],
-                "user": row["user"] or row["other"] or "",
+                "user": row["labelled_user"] or row["other"] or "",
                 "pods": row["pods"],
                 "gpu": Decimal(str(row["gpu"] or 0)),
             }

@@ -44,6 +44,7 @@ from ..querysets import node_status_q, visible_pool_ids
 from .capacity import node_based_pools
 from .pools import DEFAULT_PLATFORM, platform_validation_names, pool_get, pool_platform_render, pool_platforms
 from .quotas import projects_queryset
+from .verdicts import request_verdict
 from .whatif import gang_pods, gang_topology_check, project_quota_check
 
 GI = Decimal(1024**3)
@@ -80,6 +81,8 @@ def pool_check(
     pool (``whatif.project_quota_check``; a project ``user`` may not see is ``NotFound``); without, ``quota`` is
     None. With ``topology`` (``{level, required}``), ``topology`` says whether a gang of ``pods`` such pods could
     start now in one domain of that level, or split (``whatif.gang_topology_check``); without, it is None.
+    ``pending_verdict`` is the verdict the request would get if it were submitted now and waited (SEMANTICS §10,
+    ``verdicts.request_verdict``): ``pods`` pods of its GPUs, of ``project`` when given.
     """
     pods = gang_pods(pods)
     pool = pool_get(pool_name, user=user)
@@ -129,7 +132,16 @@ def pool_check(
     quota = None
     if project:
         quota = project_quota_check(user=user, pool_name=pool.name, project=project, gpu=gpu * pods)
-    return {"pool": pool.name, "platform": platform_name, **verdict.as_dict(), "quota": quota, "topology": gang}
+    refused = "" if verdict.passed else "; ".join(verdict.errors) or "no node of the platform passes its rules"
+    waits = request_verdict(pool=pool, project=project if quota else None, gpu=gpu, pods=pods, refused=refused)
+    return {
+        "pool": pool.name,
+        "platform": platform_name,
+        **verdict.as_dict(),
+        "quota": quota,
+        "topology": gang,
+        "pending_verdict": waits,
+    }
 
 
 class NodeTableRow(NamedTuple):
@@ -383,7 +395,7 @@ def sync_progress(name: str, *, user, since: datetime) -> dict:
 def backend_health(*, user) -> list[dict]:
     """Per backend ``user`` may see: status, last contact, last sync duration and error, ``nodes`` by status."""
     rows = (
-        Backend.objects.restrict(user)
+        with_sync_holder(Backend.objects.restrict(user))
         .order_by("name")
         .annotate(
             **{
@@ -401,6 +413,9 @@ def backend_health(*, user) -> list[dict]:
             "prometheus_url",
             "utilization_at",
             "utilization_error",
+            "sync_holder",
+            "sync_since",
+            "sync_expires",
             *(f"nodes_{status}" for status in NodeStatus),
         )
     )
@@ -463,8 +478,10 @@ def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:
             Q(node_name__in=names) | Q(node_name="", pool_name=pool.name)
         )
     rows = (
-        pods.annotate(user=Coalesce(KeyTextTransform(user_label, "labels"), Value(""), output_field=TextField()))
-        .values("backend_id", "namespace", "user")
+        pods.annotate(
+            labelled_user=Coalesce(KeyTextTransform(user_label, "labels"), Value(""), output_field=TextField())
+        )
+        .values("backend_id", "namespace", "labelled_user")
         .annotate(running=Count("id", filter=~pending), pending=Count("id", filter=pending), gpu=Sum("gpu"))
         .order_by()
     )
@@ -472,7 +489,7 @@ def pool_workloads(pool: Pool, *, user_label: str = "osmo.user") -> list[dict]:
         (
             {
                 "namespace": row["namespace"],
-                "user": row["user"],
+                "user": row["labelled_user"],
                 "running": row["running"],
                 "pending": row["pending"],
                 "gpu": float(row["gpu"] or 0),
@@ -505,8 +522,27 @@ def node_details(node_ids: Iterable[int]) -> dict[int, dict]:
 
 
 def backends_visible(*, user):
-    """Backends ``user`` may read."""
-    return Backend.objects.restrict(user)
+    """Backends ``user`` may read, with the holder of their sync lease (``sync_holder``, ``sync_since``,
+    ``sync_expires``: None while no sync runs)."""
+    return with_sync_holder(Backend.objects.restrict(user))
+
+
+def with_sync_holder(backends):
+    """``backends`` with who holds each one's sync lease now: ``host:pid:thread``, since when, until when."""
+    from django.db.models import CharField, OuterRef, Subquery
+    from django.db.models.functions import Cast, Concat, Now
+
+    from ..models import Lease
+
+    held = Lease.objects.filter(
+        name=Concat(Value("sync:"), Cast(OuterRef("pk"), CharField()), output_field=CharField()),
+        expires_at__gte=Now(),
+    )
+    return backends.annotate(
+        sync_holder=Subquery(held.values("owner")[:1]),
+        sync_since=Subquery(held.values("since")[:1]),
+        sync_expires=Subquery(held.values("expires_at")[:1]),
+    )
 
 
 def nodes_visible(*, user):

@@ -1,63 +1,44 @@
-"""Jobs as their records say: a backend sync started over the API or a page, polled at ``/api/jobs/{id}/``.
+"""Jobs as their rows say: a backend sync started over the API or a page, polled at ``/api/jobs/{id}/``.
 
-``pools.jobs`` starts them and keeps their records (who, which backend, an eager run's result) for a day in
-Django's cache; with several web processes configure a shared cache (Redis) so any process can answer a poll.
+``pools.jobs`` starts them; the worker running one writes its state (``JobRecord``), so any web process answers.
 """
 
 from __future__ import annotations
 
 import uuid
 
-from celery.result import AsyncResult
-from django.conf import settings
-from django.core.cache import cache
+from pools.models import JobRecord
 
-SENT = "SENT"
-FINISHED_STATES = {"SUCCESS", "FAILURE", "REVOKED"}
+FINISHED_STATES = {JobRecord.State.SUCCESS, JobRecord.State.FAILURE}
 
 
-def job_key(job_id: str) -> str:
-    """Where a job's record is kept in the cache."""
-    return f"gpupool:api-job:{job_id}"
+def job_find(job_id: str) -> JobRecord | None:
+    """The job row with this id, or None (no such job, or not an id at all)."""
+    try:
+        key = uuid.UUID(str(job_id))
+    except ValueError:
+        return None
+    return JobRecord.objects.select_related("backend").filter(pk=key).first()
 
 
 def job_get(job_id: str) -> dict | None:
-    """The job with this id as it stands now, or None when there is no such job (or it expired)."""
-    try:
-        uuid.UUID(str(job_id))
-    except ValueError:
-        return None
-    record = cache.get(job_key(job_id))
-    if record is None:
-        return None
-    if "state" not in record:
-        if settings.CELERY_RESULT_BACKEND:
-            result = AsyncResult(record["id"])
-            record = {**record, **job_outcome(result.state, result.result if result.ready() else None)}
-        else:
-            record = {**record, "state": SENT, "result": None, "error": ""}
-    return job_shown(record)
+    """The job with this id as the API shows it, or None when there is no such job."""
+    job = job_find(job_id)
+    return None if job is None else job_shown(job)
 
 
-def job_outcome(state: str, value) -> dict:
-    """State, result and error of a task; a sync that returned ``{"error": ...}`` (source unreachable) failed."""
-    if state == "FAILURE":
-        return {"state": state, "result": None, "error": str(value)}
-    if isinstance(value, dict) and value.get("error"):
-        return {"state": "FAILURE", "result": value, "error": str(value["error"])}
-    return {"state": state, "result": value if isinstance(value, dict) else None, "error": ""}
-
-
-def job_shown(record: dict) -> dict:
+def job_shown(job: JobRecord) -> dict:
     """A job as the API shows it."""
     return {
-        "id": record["id"],
-        "task": record["task"],
-        "backend": record["backend"],
-        "state": record["state"],
-        "done": record["state"] in FINISHED_STATES,
-        "result": record["result"],
-        "error": record["error"],
-        "created_at": record["created_at"],
-        "created_by": record["created_by"],
+        "id": str(job.pk),
+        "task": job.task,
+        "backend": job.backend.name,
+        "state": job.state,
+        "done": job.state in FINISHED_STATES,
+        "result": job.result,
+        "error": job.error,
+        "created_at": job.created_at.isoformat(),
+        "created_by": job.created_by,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
     }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
@@ -98,7 +99,14 @@ class Workload:
 # -- reading the devices ---------------------------------------------------------------------------------------
 
 
-def prometheus_client(backend: Backend) -> PrometheusClient:
+# A page's live reads of Prometheus (``node_gpus``, ``node_utilization_series``): a web thread waits at most this
+# (connect, read) for a slow Prometheus; a node's GPUs then show their last reading and its age (``PAGE_READINGS``).
+PAGE_PROMETHEUS_TIMEOUTS = (1.0, 2.0)
+# How long a node's last good reading is kept to be shown while Prometheus does not answer.
+PAGE_READING_SECONDS = 3600
+
+
+def prometheus_client(backend: Backend, *, timeouts: tuple[float, float] | None = None) -> PrometheusClient:
     """A client of the backend's Prometheus, with the credentials its ``prometheus_token_env`` names, which go only
     to the URL an administrator confirmed them for (``Backend.prometheus_confirmed_url``).
 
@@ -126,7 +134,8 @@ def prometheus_client(backend: Backend) -> PrometheusClient:
             username, password = secret.split(":", 1)
         else:
             token = secret
-    return PrometheusClient(backend.prometheus_url, token=token, username=username, password=password)
+    bounds = {"connect_timeout": timeouts[0], "read_timeout": timeouts[1]} if timeouts else {}
+    return PrometheusClient(backend.prometheus_url, token=token, username=username, password=password, **bounds)
 
 
 def _nodes(backend: Backend, host: str = ""):
@@ -599,20 +608,27 @@ def utilization_source(backend: Backend) -> str:
 
 def node_gpus(name: str, *, user, backend: str | None = None, now: float | None = None) -> dict:
     """A node's GPUs now, each with its utilization, memory and idle time (a node ``user`` may not see is
-    NotFound). Read live from the backend's Prometheus or the simulated exporter; a Prometheus that does not
-    answer gives ``error`` and no GPUs, never an exception."""
+    NotFound). Read live from the backend's Prometheus (bounded: ``PAGE_PROMETHEUS_TIMEOUTS``) or the simulated
+    exporter; a Prometheus that does not answer gives ``error`` and the node's last reading, ``age_seconds`` old
+    (none when this process has none), never an exception."""
     node = node_get(name, user, backend)
     now = timezone.now().timestamp() if now is None else now
-    source, error, devices = utilization_source(node.backend), "", []
+    source, error, devices, read_at = utilization_source(node.backend), "", [], now
+    last_reading = f"gpupool:node-gpus:{node.backend_id}:{node.name}"
     try:
         if source == "prometheus":
-            with prometheus_client(node.backend) as client:
+            with prometheus_client(node.backend, timeouts=PAGE_PROMETHEUS_TIMEOUTS) as client:
                 readings = prometheus_readings(client, now, host=node.name)
             devices = prometheus_devices(readings, node_replicas(node.backend, host=node.name))
+            cache.set(last_reading, (now, devices), PAGE_READING_SECONDS)
         elif source == "simulated":
             devices = simulated_devices(node.backend, now, host=node.name)[0]
     except (PrometheusError, ValueError) as exc:
         error = str(exc)
+        kept = cache.get(last_reading) if source == "prometheus" else None
+        if kept is not None:  # a slow or absent Prometheus: the last reading, saying how old it is
+            read_at, devices = kept
+            error += f" Showing the last reading, {max(0, now - read_at):.0f} s old."
     quiet = {
         (device, namespace, pod): since.timestamp()
         for device, namespace, pod, since in QuietGpu.objects.filter(
@@ -638,7 +654,14 @@ def node_gpus(name: str, *, user, backend: str | None = None, now: float | None 
                 "idle_for_seconds": None if idle_for is None else int(idle_for),
             }
         )
-    return {"node": node.name, "backend": node.backend.name, "source": source, "error": error, "gpus": gpus}
+    return {
+        "node": node.name,
+        "backend": node.backend.name,
+        "source": source,
+        "error": error,
+        "gpus": gpus,
+        "age_seconds": round(max(0.0, now - read_at), 1),
+    }
 
 
 def node_utilization_series(name: str, *, user, since: float, until: float, backend: str | None = None) -> dict:
@@ -651,7 +674,7 @@ def node_utilization_series(name: str, *, user, since: float, until: float, back
     try:
         if source == "prometheus":
             host = label_matcher("Hostname", node.name)
-            with prometheus_client(node.backend) as client:
+            with prometheus_client(node.backend, timeouts=PAGE_PROMETHEUS_TIMEOUTS) as client:
                 mig = f'100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{host},GPU_I_ID!=""}}'
                 util = client.query_range(
                     f"avg(DCGM_FI_DEV_GPU_UTIL{{{host}}} or {mig})",

@@ -48,7 +48,14 @@ from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, w
 from .leases import lease_acquire, lease_owner, lease_release
 from .membership import membership_recompute, node_groups_refresh
 from .node_usage import usage_refresh
-from .quotas import department_create, project_create, quota_bulk_preview, quota_bulk_set, quota_set
+from .quotas import (
+    department_create,
+    project_create,
+    quota_bulk_preview,
+    quota_bulk_set,
+    quota_set,
+    unit_members_set,
+)
 from .usage import usage_history_compact, usage_sample_record
 from .utilization import (
     UtilizationBusy,
@@ -100,6 +107,7 @@ __all__ = [
     "quota_bulk_preview",
     "quota_bulk_set",
     "quota_set",
+    "unit_members_set",
     "lease_acquire",
     "lease_owner",
     "lease_release",

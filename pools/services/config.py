@@ -18,7 +18,7 @@ from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.db.models import Max, Subquery
 
-from accounts.access import allows, is_system, require, user_roles
+from accounts.access import allows, forget_roles, is_system, require, user_roles
 from accounts.models import Role
 from pools import selectors
 from pools.builtins import BUILTINS
@@ -40,6 +40,7 @@ from pools.configs import (
     validate_state,
 )
 from pools.engine.errors import AccessDenied, ConfigError, Conflict, NotFound, Problem, Stale
+from pools.engine.members import members_added, unit_policies
 from pools.engine.permissions import CHANGE_CONFIG, CONFIRM_CREDENTIALS, MANAGE_DEPARTMENT, pool_role_policy_data
 from pools.engine.policy import parse_policies, ungranted
 from pools.models import Backend, ConfigRevision, Department, PodTemplate, Pool, Project, ResourceValidation
@@ -184,6 +185,10 @@ def config_apply(
             raise ConfigError(HIDDEN_NODES_MOVED)
         if {ConfigType.ROLE, ConfigType.POOL} & {ConfigType(revision.config_type) for revision in revisions}:
             pool_permissions_sync()
+        if {ConfigType.DEPARTMENT, ConfigType.PROJECT} & set(written) and not is_system(actor.principal):
+            # what the writer's memberships allow may have changed with the members they wrote
+            forget_roles(actor.principal)
+            selectors.forget_memberships(actor.principal)
     return revisions
 
 
@@ -263,6 +268,7 @@ def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
       is reported as for a missing object).
     - Departments and projects may newly hold quotas only on pools the actor may see; a project is changed
       only by someone who manages its department (``MANAGE_DEPARTMENT``), before and after the change (403).
+    - Members of a unit are given by someone who administers it, never more than they hold themself (403).
     - No escalation: a role after the change may allow nothing the actor is not allowed (403).
     """
     principal = actor.principal
@@ -283,6 +289,7 @@ def authorize_change(actor: Actor, current: dict, proposed: Changes) -> None:
     if problems:
         raise ConfigError(problems)
     writer = user_roles(principal)
+    _authorize_members_change(principal, writer, current, proposed)
     for name, body in proposed.get(ConfigType.ROLE, {}).items():
         if body is None or body == current[ConfigType.ROLE].get(name):
             continue
@@ -334,6 +341,28 @@ def _authorize_quota_change(principal, current: dict, proposed: Changes) -> list
                 what = f"changing the projects of department '{department}'"
                 require(principal, MANAGE_DEPARTMENT, department, what=what)
     return problems
+
+
+def _authorize_members_change(principal, writer, current: dict, proposed: Changes) -> None:
+    """Who belongs to a unit is given only by someone who administers it (SEMANTICS §9.4): a department's members by
+    a manager of the department (``MANAGE_DEPARTMENT``; a project's are changed only by a manager of its department
+    already), and no member may be given what the writer does not hold themself (the no-escalation rule, §7.1)."""
+    for config_type, kind in ((ConfigType.DEPARTMENT, "department"), (ConfigType.PROJECT, "project")):
+        for name, body in proposed.get(config_type, {}).items():
+            before = current[config_type].get(name)
+            old, new = (before or {}).get("members", []), (body or {}).get("members", [])
+            if old == new:
+                continue
+            if config_type == ConfigType.DEPARTMENT:
+                require(principal, MANAGE_DEPARTMENT, name, what=f"changing the members of department '{name}'")
+            projects = department_projects(current, name) if config_type == ConfigType.DEPARTMENT else ()
+            for member in members_added(old, new):
+                missing = ungranted(writer, unit_policies(kind, name, member["role"], projects=projects))
+                if missing:
+                    raise AccessDenied(
+                        f"making {member['kind']} '{member['name']}' {member['role']} of {kind} '{name}' would "
+                        f"allow {missing[0]}, which you are not allowed yourself"
+                    )
 
 
 def sees_for(principal) -> Sees:

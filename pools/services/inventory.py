@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
@@ -40,7 +41,7 @@ from pools.models import Backend, Node, NodeMembership, Pod
 
 from .actors import Actor
 from .bulk import RowStream, chunks, rows_table, upsert_rows
-from .leases import lease_acquire, lease_owner, lease_release
+from .leases import lease_acquire, lease_kept, lease_owner, lease_release
 from .membership import inventory_write_lock, membership_recompute, node_groups_refresh, node_pool_names
 from .node_usage import pod_contributions, usage_apply_deltas, usage_refresh
 
@@ -78,10 +79,24 @@ POD_FIELDS = (
     "mig_devices",
     "resource_version",
     "created",
+    "workload_kind",
+    "workload_name",
+    "owner_kind",
+    "owner_name",
+    "annotations",
+    "priority_class",
+    "started",
+    "scheduled_reason",
+    "scheduled_message",
+    "user",
 )
 PING_SECONDS = 20
-# Longer than any sync takes (15 s at 5,000 nodes); a crashed holder's lease frees itself after this.
-SYNC_LEASE_SECONDS = 600
+
+
+def sync_lease_seconds() -> float:
+    """A sync's lease (``GPUPOOL["SYNC_LEASE_SECONDS"]``), renewed every third of it while the sync runs
+    (``lease_kept``): a killed holder's lease frees itself this long after it died."""
+    return float(settings.GPUPOOL.get("SYNC_LEASE_SECONDS", 30))
 
 
 class SyncBusy(InventoryError):
@@ -168,10 +183,12 @@ def backend_sync(*, backend: Backend, source=None) -> dict:
     ``resource_versions`` (where a watch continues).
     """
     lease, owner = f"sync:{backend.pk}", lease_owner()
-    if not lease_acquire(name=lease, owner=owner, seconds=SYNC_LEASE_SECONDS):
+    seconds = sync_lease_seconds()
+    if not lease_acquire(name=lease, owner=owner, seconds=seconds):
         raise SyncBusy(f"backend '{backend.name}' is already being synced; this sync did not start")
     try:
-        return _sync(backend, source)
+        with lease_kept(name=lease, owner=owner, seconds=seconds):
+            return _sync(backend, source)
     finally:
         lease_release(name=lease, owner=owner)
 
@@ -639,19 +656,56 @@ def _node_versions(backend: Backend, names: list[str]) -> dict[str, str]:
     return result
 
 
+# What a watch reads its cluster with (the kind first): a change of any of these restarts the watch on the new one.
+WATCH_CONFIG_FIELDS = (
+    "kind",
+    "source",
+    "kubeconfig",
+    "context",
+    "in_cluster",
+    "seed",
+    "size",
+    "node_conditions",
+    "pool_label",
+    "priority_label",
+)
+WATCHED_KINDS = (BackendKind.KUBERNETES, BackendKind.SIMULATED)
+# How often a running watch compares its backend's configuration with the one it started from.
+WATCH_CONFIG_SECONDS = 2.0
+
+
+def watch_config(backend_id: int) -> tuple | None:
+    """The backend's configuration as a watch reads its cluster with it (None once the backend is deleted)."""
+    return Backend.objects.filter(pk=backend_id).values_list(*WATCH_CONFIG_FIELDS).first()
+
+
 def backend_watch(
     *, backend: Backend, stop: threading.Event, owner: str, lease_seconds: float = 60, on_batch=None, source=None
 ) -> None:
     """List, then apply watch events until ``stop``; relist on 410, retry when the source is unreachable.
 
     One watcher per backend: the lease ``watch:<id>`` is held and renewed while watching. A failed
-    contact is recorded in ``last_sync_error`` and the last good inventory stays as it is.
+    contact is recorded in ``last_sync_error`` and the last good inventory stays as it is. A change of the
+    backend's configuration (``WATCH_CONFIG_FIELDS``: a new kubeconfig, context or seed) is noticed within
+    ``WATCH_CONFIG_SECONDS``: the watch drops the old cluster's stream and lists and watches the new one.
     """
     lease = f"watch:{backend.pk}"
+    source_given = source is not None
     source = source or inventory_source(backend)
     trusted = isinstance(source, KubernetesSource)
+    config = watch_config(backend.pk)
     failures = 0
     while not stop.is_set():
+        if config != watch_config(backend.pk):  # checked below every WATCH_CONFIG_SECONDS while watching
+            config = watch_config(backend.pk)
+            if config is None or config[0] not in WATCHED_KINDS:
+                logger.info("backend %s was deleted or can no longer be watched; the watch ends", backend.name)
+                break
+            logger.info("backend %s: its configuration changed; watching it afresh", backend.name)
+            backend.refresh_from_db()
+            if not source_given:
+                source = inventory_source(backend)
+                trusted = isinstance(source, KubernetesSource)
         if not lease_acquire(name=lease, owner=owner, seconds=lease_seconds):
             stop.wait(lease_seconds / 4)
             continue
@@ -660,10 +714,14 @@ def backend_watch(
             versions = backend_sync(backend=backend, source=source)["resource_versions"]
             failures = 0
             tombstones: dict = {}
-            renewed = contact = time.monotonic()
+            renewed = contact = checked = time.monotonic()
             for batch in source.watch(versions, inner):
                 if stop.is_set():
                     break
+                if time.monotonic() - checked > WATCH_CONFIG_SECONDS:
+                    checked = time.monotonic()
+                    if watch_config(backend.pk) != config:  # a new cluster, context or seed: list it afresh
+                        break
                 if time.monotonic() - renewed > lease_seconds / 3:
                     if not lease_acquire(name=lease, owner=owner, seconds=lease_seconds):
                         break

@@ -48,9 +48,15 @@ def inventory_write_lock(backend: Backend) -> None:
 
     A transaction that takes both this and the config write lock (``config.config_write_lock``) takes the config
     one first, as a config change does before it recomputes memberships: the other order could deadlock with it.
+
+    One lock order for everything that writes a backend: the config lock, then the backend's row, then this lock.
+    So this takes the backend's row lock first (``FOR NO KEY UPDATE``, what an UPDATE of the row takes): a sync
+    or a watch batch that wrote its nodes under this lock and then its row (``last_sync_at``), beside a config
+    change that wrote the row and then recomputed memberships under this lock, deadlocked.
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {Backend._meta.db_table} WHERE id = %s FOR NO KEY UPDATE", [backend.pk])
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [INVENTORY_LOCK_SPACE, backend.pk])
 
 

@@ -1,6 +1,7 @@
 """Departments, projects and their quotas per node pool (SEMANTICS §9): Run:ai's verbs over ``config_apply``.
 
-Each is one config change, so it is checked, authorised (a project by a manager of its department), recorded
+Each is one config change, so it is checked, authorised (a project by a manager of its department, members by
+someone who administers the unit, never with more than they hold), recorded
 as a revision and can be rolled back like every other; none writes a row itself.
 """
 
@@ -20,9 +21,11 @@ from .actors import Actor
 from .config import ABSENT, config_apply
 
 
-def department_create(*, name: str, actor: Actor, description: str = "", resources: list[dict] = ()) -> list:
-    """A new department with quotas per node pool (409 when the name is taken)."""
-    body = {"description": description, "resources": list(resources)}
+def department_create(
+    *, name: str, actor: Actor, description: str = "", resources: list[dict] = (), members: list[dict] = ()
+) -> list:
+    """A new department with quotas per node pool and its members (409 when the name is taken)."""
+    body = {"description": description, "resources": list(resources), "members": list(members)}
     return config_apply(
         changes={ConfigType.DEPARTMENT: {name: body}},
         actor=actor,
@@ -38,19 +41,35 @@ def project_create(
     namespaces: list[str] = (),
     description: str = "",
     resources: list[dict] = (),
+    members: list[dict] = (),
 ) -> list:
-    """A new project of ``department`` (its namespaces default to ``runai-<name>``)."""
+    """A new project of ``department`` (its namespaces default to ``runai-<name>``) with its members."""
     body = {
         "description": description,
         "department": department,
         "namespaces": list(namespaces),
         "resources": list(resources),
+        "members": list(members),
     }
     return config_apply(
         changes={ConfigType.PROJECT: {name: body}},
         actor=actor,
         expect={(ConfigType.PROJECT, name): ABSENT},
     )
+
+
+def unit_members_set(*, kind: str, name: str, members: list[dict], actor: Actor, description: str = "") -> list:
+    """Replace who belongs to department or project ``name`` (``kind``), keeping the rest of its body: given only by
+    someone who administers the unit, never with more than they hold (``config_apply`` decides, SEMANTICS §9.4)."""
+    config_type = ConfigType.DEPARTMENT if kind == "department" else ConfigType.PROJECT
+
+    def change(current: dict) -> dict:
+        body = current[config_type].get(name)
+        if body is None:
+            raise NotFound(f"{TYPE_LABELS[config_type]} '{name}' does not exist")
+        return {config_type: {name: {**copy.deepcopy(body), "members": list(members)}}}
+
+    return config_apply(changes=change, actor=actor, description=description)
 
 
 def quota_set(*, unit: str, pool: str, figures: dict, actor: Actor, description: str = "") -> list[ConfigRevision]:

@@ -21,13 +21,12 @@ import threading
 import time
 
 from django.conf import settings
-from django.db import DatabaseError, connection
 
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 
 from .inventory import backend_watch
-from .leases import lease_acquire, lease_owner, lease_release
+from .leases import lease_acquire, lease_keep, lease_owner, lease_release
 
 # backend_watch's own default: renewed every third of it while watching; a dead holder's lease frees itself after it.
 WATCH_LEASE_SECONDS = 60
@@ -65,7 +64,7 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
     timer = threading.Timer(seconds, stop.set)
     timer.daemon = True
     renewer = threading.Thread(
-        target=_lease_keep, args=(lease, owner, lease_seconds, stop, lost), name=f"renew-{lease}", daemon=True
+        target=lease_keep, args=(lease, owner, lease_seconds, stop, lost), name=f"renew-{lease}", daemon=True
     )
     started = time.monotonic()
     timer.start()
@@ -87,20 +86,3 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
         "last_sync_at": last_sync_at.isoformat() if last_sync_at else None,
         "last_sync_error": state.get("last_sync_error", ""),
     }
-
-
-def _lease_keep(lease: str, owner: str, seconds: float, stop: threading.Event, lost: threading.Event) -> None:
-    """Renew ``lease`` every third of ``seconds`` until ``stop``; on losing it to another holder, set ``lost``
-    and ``stop``. A renewal that fails on a database error is tried again a turn later, while the lease holds."""
-    try:
-        while not stop.wait(seconds / 3):
-            try:
-                held = lease_acquire(name=lease, owner=owner, seconds=seconds)
-            except DatabaseError:
-                connection.close()  # a broken connection is opened afresh next turn
-                continue
-            if not held:
-                lost.set()
-                stop.set()
-    finally:
-        connection.close()  # this thread's own connection: Django opens one per thread and never closes it

@@ -19,6 +19,7 @@ from .pools import CONFIG_EFFECT, GPUCTL_POOLS, NODE_POOL_DEFAULT_COLUMNS, NODE_
 from .quotas import DEPARTMENTS, PROJECTS, QUOTAS
 from .topology import TOPOLOGY_DOMAINS, TOPOLOGY_SHAPES
 from .utilization import CONSUMPTION, IDLE
+from .workloads import WORKLOADS
 
 __all__ = [
     "BACKENDS",
@@ -33,6 +34,7 @@ __all__ = [
     "REVISIONS",
     "USAGE_SAMPLES",
     "USERS",
+    "WORKLOADS",
     "EXPORTS",
     "GPUCTL_JOBS",
     "GPUCTL_NODES",

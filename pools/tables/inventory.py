@@ -146,6 +146,13 @@ def _when(value) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
+def _sync_holder(row: dict) -> str:
+    """Who syncs the backend now (its sync lease's holder, ``host:pid:thread``), since when and until when."""
+    if not row.get("sync_holder"):
+        return ""
+    return f"{row['sync_holder']} since {_when(row['sync_since'])}, lease until {_when(row['sync_expires'])}"
+
+
 def _node_counts(counts: dict) -> str:
     return ", ".join(f"{count} {status}" for status, count in counts.items() if count) or "0"
 
@@ -163,6 +170,7 @@ BACKENDS = Table(
         Column("available_nodes", "Available nodes", value=lambda row: row["nodes"]["available"], numeric=True),
         Column("nodes", "Nodes", text=_node_counts, where=frozenset({CLI})),
         Column("last_sync_error", "Last error", text=dash),
+        Column("sync_holder", "Syncing now", value=_sync_holder, text=dash),
         Column("utilization_source", "Utilization from", text=dash),
     ),
     empty="No backends.",

@@ -9,12 +9,13 @@ from itertools import zip_longest
 from django import template
 from django.urls import reverse
 
-from pools import gate
+from pools import gate, selectors
 from pools.doors import page_door
 from pools.engine.doors import Door
 from pools.forms import document_text
 from pools.tables import cells, formats
 from pools.tables import utilization as utilization_tables
+from pools.tables import workloads as workload_tables
 from pools.tables.base import Table
 
 register = template.Library()
@@ -24,6 +25,7 @@ register.filter("count", formats.count)
 register.filter("held_gpus", utilization_tables.held_gpus)
 register.filter("node_gpu_cell", cells.gpu_cell)  # a node's GPUs and MIG slices, as the node table shows them
 register.filter("idle_gpus", utilization_tables.idle_gpus)
+register.filter("workload_gpus", workload_tables.workload_gpus)  # a workload's GPUs and MIG slices
 register.filter("duration", formats.human_duration)
 register.filter("percent", formats.percent)
 register.filter("share", formats.share)
@@ -43,7 +45,9 @@ NAVIGATION = (
     ("Pools", "pools:overview", (), ("/pools/",)),
     ("Nodes", "pools:nodes", (), ("/nodes/",)),
     ("Node pools", "pools:node-pools", (), ("/node-pools/",)),
+    ("My projects", "pools:my-projects", (), ("/my/",)),
     ("Quotas", "pools:quotas", (), ("/quotas/", "/projects/", "/departments/")),
+    ("Workloads", "pools:workloads", (), ("/workloads/",)),
     ("Idle GPUs", "pools:idle", (), ("/idle/",)),
     ("Consumption", "pools:consumption", (), ("/consumption/",)),
     ("Backends", "pools:backends", (), ("/backends/",)),
@@ -53,6 +57,14 @@ NAVIGATION = (
     ("History", "pools:history", (), ("/history/",)),
     ("Access", "pools:roles", (), ("/access/", "/config/roles/")),
 )
+
+
+# Links offered only to some of those the gate lets through: My projects to members of a department or project.
+OFFERED_WHEN = {"My projects": selectors.has_units}
+
+
+def _always(user) -> bool:
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -75,7 +87,7 @@ def main_navigation(context) -> dict:
         "links": [
             {"label": label, "url": url, "current": path == url or path.startswith(under)}
             for label, url, under, door in _navigation()
-            if gate.may_enter(request.user, door)
+            if gate.may_enter(request.user, door) and OFFERED_WHEN.get(label, _always)(request.user)
         ]
     }
 

@@ -133,7 +133,9 @@ class BackendSync(DoorPage):
 
     def post(self, request, name: str):
         requested = timezone.now()
-        jobs.backend_sync_request(name=name, actor=self.actor)
+        job = jobs.backend_sync_request(name=name, actor=self.actor)
+        if job["state"] == "FAILURE" and not job["result"]:  # not queued at all (the broker is out of reach)
+            return self.page({"name": name, "state": SyncState.FAILED, "error": job["error"]})
         return self.page({"name": name, "since": requested.timestamp(), "state": SyncState.QUEUED})
 
 

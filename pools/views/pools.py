@@ -78,6 +78,7 @@ class PoolDetail(DoorPage):
                 "products": selectors.summary_products(row["summary"]),
                 "nodes": selectors.resource_list(user=request.user, filters={"pool": pool.name}),
                 "workloads": selectors.pool_workloads(pool),
+                "waiting": selectors.pool_waiting_summary(pool),
                 "ranges": list(selectors.PERIODS),
                 "utilization": selectors.pool_utilization(pool=pool.name),
                 "utilization_ranges": list(selectors.PERIODS),

@@ -1,5 +1,5 @@
 """Pages of departments, projects and their quotas per node pool (SEMANTICS §9): Run:ai's projects and departments
-views, the quota grid with its bulk save, and a pool's quota dashboard."""
+views, the quota grid with its bulk save, a pool's quota dashboard, and a member's own units (My projects, §9.4)."""
 
 from __future__ import annotations
 
@@ -209,3 +209,17 @@ class QuotaDashboardChart(DoorPage):
 
     def get(self, request, pool: str):
         return JsonResponse(selectors.quota_usage_chart(user=request.user, pool=pool, period=request.GET.get("range")))
+
+
+class MyProjects(DoorPage):
+    """The departments and projects the caller belongs to: per pool the quota, fair share, allocated and pending
+    GPUs, and each waiting workload with the reason it waits; ``?format=json`` answers as ``/api/my/projects/``."""
+
+    door = "my.projects"
+    template_name = "pools/my_projects.html"
+
+    def get(self, request):
+        units = selectors.my_projects(user=request.user)
+        if request.GET.get("format") == "json":
+            return JsonResponse({"units": units})
+        return self.page({"units": units})

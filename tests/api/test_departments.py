@@ -70,14 +70,16 @@ def test_runai_verbs_create_documents_with_every_figure_defaulted(rnd):
     assert state(ConfigType.DEPARTMENT)["rnd"] == {
         "description": "",
         "resources": [quota("a100", 8, 12, 3), quota("hidden", 2)],
+        "members": [],
     }
     assert state(ConfigType.PROJECT) == {
-        "nlp": {"description": "", "department": "rnd", "namespaces": ["nlp-team"], "resources": []},
+        "nlp": {"description": "", "department": "rnd", "namespaces": ["nlp-team"], "resources": [], "members": []},
         "vision": {
             "description": "",
             "department": "rnd",
             "namespaces": ["runai-vision"],
             "resources": [quota("a100", 6)],
+            "members": [],
         },
     }
 

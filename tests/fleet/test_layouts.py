@@ -173,3 +173,27 @@ def test_the_demo_blueprints_carry_their_load_and_read_back_as_a_fleet():
     assert "nodeName" not in pods["sdg-batch"]["spec"]
     assert pods["notebook-priya"]["metadata"]["labels"][ACTIVITY_LABEL] == "idle"
     assert {p["metadata"]["labels"]["osmo.pool"] for p in pods.values()} == {"robotics-training"}
+
+
+def test_the_demo_fleet_writes_what_workloads_read():
+    """Job pods are owned by their Job, daemonset pods by their DaemonSet, the notebook by its Deployment's
+    ReplicaSet, the 8-GPU pretraining gangs carry KAI's pod group; running pods have a start, waiting ones the
+    scheduler's Unschedulable condition (SEMANTICS §10)."""
+    document = json.loads(json.dumps(demo_blueprint("gpu-cluster-01")))
+    fleet = Fleet(
+        seed=11,
+        nodes=blueprint_from_list(document),
+        workloads=blueprint_pods(document),
+        namespaces=blueprint_namespaces(document),
+        system_pods=True,
+    )
+    records = [pod_record(obj, []) for obj in fleet.pods(T0)]
+    kinds = Counter(record.workload_kind for record in records)
+    assert kinds["Job"] > 0 and kinds["DaemonSet"] > 0 and kinds["Deployment"] == 1
+    gangs = Counter(record.workload_name for record in records if record.workload_kind == "PodGroup")
+    assert gangs == {"locomotion-pretrain": 6, "vla-pretrain": 2}
+    assert {r.owner_kind for r in records if r.workload_kind == "Deployment"} == {"ReplicaSet"}
+    assert all(record.started for record in records if record.phase == "Running")
+    unscheduled = [record for record in records if record.phase == "Pending" and not record.node_name]
+    assert unscheduled and all(r.scheduled_reason == "Unschedulable" and r.scheduled_message for r in unscheduled)
+    assert [pod_record(obj, []) for obj in fleet.pods(T0)] == records  # deterministic

@@ -25,7 +25,7 @@ from pools.choices import ConfigType
 from pools.doors import Entry as Door
 from pools.doors import http_doors
 from pools.engine.permissions import CHANGE_CONFIG, VIEW_BACKEND, VIEW_CONFIG, VIEW_POOL
-from pools.models import ConfigRevision, Node
+from pools.models import ConfigRevision, Node, Pod
 from pools.querysets import visible_object
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,6 +154,8 @@ def bindings(door: Door) -> list[dict]:
         return [{"name": "default_cpu"}]
     if "{username}" in path:
         return [{"username": "team"}, {"username": "root"}]
+    if "{namespace}" in path:  # a workload: the estate runs none, so each person must get the same 404
+        return [{"backend": "bk-main", "namespace": "team-alpha", "name": "absent"}]
     if "{pool}" in path:
         return [{"pool": "alpha-pool"}, {"pool": SECRET}]
     if "{pool_name}" in path:
@@ -270,6 +272,8 @@ def sees(user, door: Door, params: dict) -> bool:
     if door.path.startswith("/config/") and "{name}" in door.path:
         kind = {"templates": ConfigType.POD_TEMPLATE, "validations": ConfigType.RESOURCE_VALIDATION}
         return visible_object(user, kind.get(door.path.split("/")[2], ConfigType.ROLE), params["name"])
+    if "{namespace}" in door.path:  # a workload: no one sees one that does not exist
+        return Pod.objects.filter(namespace=params["namespace"], workload_name=params["name"]).exists()
     if door.reads is None or not door.object:
         return True
     if door.path.startswith(("/api/nodes/", "/nodes/")):
@@ -314,6 +318,8 @@ def expected(caller: Caller, door: Door, params: dict) -> set[int]:
         return {200}
     if caller.user is None:
         return {401} if door.path.startswith(API) else {302}
+    if "{namespace}" in door.path and not sees(caller.user, door, params):
+        return {404}
     if door.signed_in:
         return {200}
     if not sees(caller.user, door, params):

@@ -49,3 +49,28 @@ def test_a_metadata_list_decodes_to_keys_and_versions_even_when_empty():
     )
     empty = {"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "9"}, "items": None}
     assert decode_versions("nodes", json.dumps(empty).encode()) == ({}, "PartialObjectMetadataList", "9", "")
+
+
+def test_the_wire_keeps_what_workloads_read_and_nothing_else_of_annotations():
+    item = pod(
+        "g-1",
+        phase="Pending",
+        annotations={"pod-group-name": "g", "runai/queue": "robo", "kubectl.kubernetes.io/last-applied": "{...}"},
+        owner=("Job", "train"),
+        priority_class="train",
+        started="2026-01-02T03:04:05Z",
+        unschedulable="0/2 nodes are available",
+    )
+    item["metadata"]["resourceVersion"] = "9"
+    data = json.dumps({"kind": "PodList", "metadata": {}, "items": [item]}).encode()
+    (decoded,), _, _ = decode_list("pods", data)
+    assert pod_record(decoded, [], trust_resource_version=True) == pod_record(item, [], trust_resource_version=True)
+    assert "last-applied" not in json.dumps(decoded)
+    event = decode_event("pods", json.dumps({"type": "ADDED", "object": item}).encode())
+    record = pod_record(event["object"], [])
+    assert (record.workload_kind, record.owner_name, record.priority_class, record.scheduled_reason) == (
+        "PodGroup",
+        "train",
+        "train",
+        "Unschedulable",
+    )

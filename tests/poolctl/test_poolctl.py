@@ -99,7 +99,9 @@ def test_check_exit_code_says_whether_the_request_fits(demo, poolctl):
         "start_now_nodes",
         "quota",
         "topology",
+        "pending_verdict",
     }
+    assert fits.json()["pending_verdict"]["reason"] in {"scheduling", "no_capacity", "reclaim", "over_fair_share"}
     assert set(fits.json()["nodes"][0]) == {"node", "passed", "errors", "start", "shortfalls"}
     too_big = poolctl("pool", "check", "robotics-training", "--platform", "h100-platform", "--set", "USER_GPU=64")
     assert too_big.code == 1

@@ -145,6 +145,7 @@ def test_a_department_admin_creates_a_project_of_its_department_from_the_form(cl
                 "memory": {"deserved": 0, "limit": -1},
             }
         ],
+        "members": [],
     }
     assert ConfigRevision.objects.count() == before + 1
     assert ConfigRevision.objects.latest("created_at").description == "a lab for vision"
@@ -339,7 +340,17 @@ def navigation(client, user) -> list[str]:
 
 
 def test_the_navigation_shows_only_the_pages_one_may_use(client, people):
-    everything = ["Pools", "Nodes", "Node pools", "Quotas", "Idle GPUs", "Consumption", "Backends", "What-if"]
+    everything = [
+        "Pools",
+        "Nodes",
+        "Node pools",
+        "Quotas",
+        "Workloads",
+        "Idle GPUs",
+        "Consumption",
+        "Backends",
+        "What-if",
+    ]
     everything += ["Templates", "Validations", "History", "Access"]
     assert navigation(client, people["admin"]) == everything
     assert navigation(client, people["viewer"]) == everything  # osmo-user reads everything
@@ -349,12 +360,13 @@ def test_the_navigation_shows_only_the_pages_one_may_use(client, people):
         "Nodes",
         "Node pools",
         "Quotas",
+        "Workloads",
         "Idle GPUs",
         "Consumption",
         "What-if",
         "History",
     ]
-    assert navigation(client, people["nobody"]) == ["History"]
+    assert navigation(client, people["nobody"]) == ["Workloads", "History"]  # their projects' workloads, if any
     denied = person(
         "denied",
         role("pools-then-none", POOLS, {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/*"]}),

@@ -157,7 +157,17 @@ def test_a_limited_user_sees_only_the_pages_they_may_use(lab, live_server, page)
     sign_in(page, live_server.url, "researcher")
     nav = page.locator("nav[aria-label=Main] a")
     shown = nav.all_inner_texts()
-    assert shown == ["Pools", "Nodes", "Node pools", "Quotas", "Idle GPUs", "Consumption", "What-if", "History"]
+    assert shown == [
+        "Pools",
+        "Nodes",
+        "Node pools",
+        "Quotas",
+        "Workloads",
+        "Idle GPUs",
+        "Consumption",
+        "What-if",
+        "History",
+    ]
     assert "Templates" not in shown and "Access" not in shown and "Backends" not in shown
     expect(page.locator("nav[aria-label=Main] a[aria-current=page]")).to_have_text("Pools")
     page.click("nav[aria-label=Main] >> text=Quotas")

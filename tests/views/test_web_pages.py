@@ -62,8 +62,9 @@ class TestPool(PageTestCases.Page):
     params = {"name": "team-a"}
     hidden = {"name": "robotics-training"}
     shows = ("team-a pool",)
-    max_queries = 28  # 27 today: pool_get, pool_list, the node summary and resource_list each read the pool;
-    # the capacity by topology reads its available nodes once
+    max_queries = 38  # 37 today: pool_get, pool_list, the node summary and resource_list each read the pool;
+    # the capacity by topology reads its available nodes once; the "waiting" line (pool_waiting_summary) reads the
+    # quota figures (6) and the pool's nodes, candidates, pending pods and projects (4)
 
 
 class TestPoolUsage(PageTestCases.Page):
@@ -329,7 +330,8 @@ class TestWhatIfVerdict(PageTestCases.Page):
     query = "?pool=team-a&cpu=1&gpu=0"
     htmx = True
     shows = ('data-testid="verdict"',)
-    max_queries = 24  # 21 today: the render and the check each read the pool and its templates
+    max_queries = 30  # 27 today: the render and the check each read the pool and its templates; the verdict the
+    # request would get if it waited (request_verdict) reads the pool's quota figures, nodes, candidates and projects
 
 
 class RevisionDoor(PageTestCases.Door):
@@ -601,6 +603,19 @@ class TestQuotaDashboard(PageTestCases.Page):
     max_queries = 24  # 19 today
 
 
+class TestMyProjects(PageTestCases.Page):
+    """A researcher of project team-a (a member, SEMANTICS §9.4) sees it, and nothing of another unit."""
+
+    door = "GET /my/projects/"
+    shows = ('data-unit="project/team-a"', "researcher")
+    # 29 today: the session, the memberships (3), quota_report's, the waiting workloads', the verdicts'
+    max_queries = 36
+
+    def arrange(self):
+        researcher = [{"kind": "user", "name": "holder", "role": "researcher"}]
+        services.unit_members_set(kind="project", name="team-a", members=researcher, actor=services.Actor.system("t"))
+
+
 class TestQuotaDashboardUsage(PageTestCases.Page):
     door = "GET /quotas/{pool}/usage/"
     query = "?range=1h"
@@ -775,3 +790,34 @@ class TestNodeGpusHistory(NodeLabelsDoor, PageTestCases.Page):
     query = "?range=1h"
     shows = ('"label": "GPU utilization %"',)
     max_queries = 15  # at most 12 today
+
+
+# --- workloads (SEMANTICS §10) --------------------------------------------------------------------------------------
+
+
+class TestWorkloads(PageTestCases.Page):
+    door = "GET /workloads/"
+    shows = ("<h1>Workloads</h1>", 'id="workload-table"')
+    max_queries = 30
+
+
+class TestWorkloadsCsv(PageTestCases.Page):
+    door = "GET /workloads/"
+    query = "?format=csv&pending=1"
+    shows = ("backend,namespace,name,kind,project,pool,user",)
+    max_queries = 30
+
+
+class TestWorkload(PageTestCases.Page):
+    """The demo's notebook (a Deployment's pod in namespace team-a, on robotics-training): a researcher of project
+    team-a sees it; a gang of project robotics does not exist for them."""
+
+    door = "GET /workloads/{backend}/{namespace}/{name}/"
+    params = {"backend": "gpu-cluster-01", "namespace": "team-a", "name": "notebook-priya"}
+    hidden = {"backend": "gpu-cluster-01", "namespace": "robotics", "name": "locomotion-pretrain"}
+    shows = ("notebook-priya", "Deployment")
+    max_queries = 40
+
+    def arrange(self):
+        researcher = [{"kind": "user", "name": "holder", "role": "researcher"}]
+        services.unit_members_set(kind="project", name="team-a", members=researcher, actor=services.Actor.system("t"))

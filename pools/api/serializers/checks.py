@@ -138,6 +138,10 @@ class CheckResultSerializer(serializers.Serializer):
     start_now_nodes = serializers.IntegerField()
     quota = QuotaVerdictSerializer(allow_null=True, help_text="With `project` in the request; else null.")
     topology = TopologyVerdictSerializer(allow_null=True, help_text="With `topology` in the request; else null.")
+    pending_verdict = serializers.DictField(
+        help_text="The verdict the request would get if it waited now (SEMANTICS §10): `reason`, `checks` "
+        "[{`reason`, `message`, `figures`}], `victims` [{`namespace`, `name`, `kind`, `project`, `gpus`}]."
+    )
 
 
 class TopologyDomainSerializer(serializers.Serializer):

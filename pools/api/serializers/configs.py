@@ -76,6 +76,13 @@ class BackendStatusSerializer(serializers.Serializer):
     last_sync_counts = serializers.DictField(child=serializers.JSONField())
     utilization_at = serializers.DateTimeField(allow_null=True, help_text="last successful read of GPU utilization")
     utilization_error = serializers.CharField(allow_blank=True, help_text="why the last read failed")
+    sync_holder = serializers.CharField(
+        allow_null=True, default=None, help_text="who syncs it now (its sync lease's holder: host:pid:thread)"
+    )
+    sync_since = serializers.DateTimeField(allow_null=True, default=None, help_text="since when the holder syncs it")
+    sync_expires = serializers.DateTimeField(
+        allow_null=True, default=None, help_text="when the lease frees itself unless its holder renews it"
+    )
 
 
 class BackendSerializer(ConfigObjectSerializer):
@@ -274,6 +281,16 @@ class NodePoolQuotaSerializer(serializers.Serializer):
     memory = QuotaFiguresSerializer(required=False, help_text="CPU memory, MiB")
 
 
+class MemberSerializer(serializers.Serializer):
+    """One who belongs to a department or a project, and their role there (SEMANTICS §9.4)."""
+
+    kind = serializers.ChoiceField(choices=["user", "group", "service_account"], help_text="group: an IdP group")
+    name = serializers.CharField(help_text="username, or the IdP group as a whole value (/team-a)")
+    role = serializers.ChoiceField(
+        choices=["researcher", "viewer", "admin"], help_text="admin: a department's only (manages its projects)"
+    )
+
+
 class QuotaHolderSerializer(ConfigObjectSerializer):
     """A department or a project as the caller may see it: without its quotas on pools hidden from them."""
 
@@ -291,6 +308,7 @@ class DepartmentSerializer(QuotaHolderSerializer):
     config_type = ConfigType.DEPARTMENT
     description = serializers.CharField(required=False, allow_blank=True)
     resources = NodePoolQuotaSerializer(many=True, required=False)
+    members = MemberSerializer(many=True, required=False)
 
     read_body = staticmethod(department_body)
 
@@ -303,5 +321,6 @@ class ProjectSerializer(QuotaHolderSerializer):
     department = serializers.CharField()
     namespaces = serializers.ListField(child=serializers.CharField(), required=False, help_text="runai-<name>")
     resources = NodePoolQuotaSerializer(many=True, required=False)
+    members = MemberSerializer(many=True, required=False)
 
     read_body = staticmethod(project_body)

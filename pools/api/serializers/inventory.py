@@ -204,11 +204,14 @@ class JobSerializer(serializers.Serializer):
     task = serializers.CharField()
     backend = serializers.CharField()
     state = serializers.ChoiceField(
-        choices=["SENT", "PENDING", "STARTED", "RETRY", "SUCCESS", "FAILURE", "REVOKED"],
-        help_text="SENT: queued, and no result backend is configured to tell more",
+        choices=["PENDING", "STARTED", "SUCCESS", "FAILURE"],
+        help_text="PENDING: queued for a worker; STARTED: a worker runs it; FAILURE: see `error` (a broker out of "
+        "reach fails it at once)",
     )
     done = serializers.BooleanField()
     result = serializers.DictField(child=serializers.JSONField(), allow_null=True)
     error = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
     created_by = serializers.CharField(allow_blank=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)

@@ -36,10 +36,12 @@ from pools.configs import (
 )
 from pools.engine.doors import door
 from pools.engine.errors import AccessDenied, ConfigError, EngineError
+from pools.engine.members import parse_member_spec
 from pools.filtersets import IdleGpuFilterSet, NamesFilter, NodeFilterSet, PoolFilterSet
 from pools.inventory.records import InventoryError
 from pools.models import Backend
 from pools.tables import as_json
+from pools.tables.workloads import workload_text
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +233,10 @@ class Command(BaseCommand):
             "a quota on one node pool: nodepool=P,gpu-deserved=N,gpu-limit=M,over-quota-weight=W"
             "[,cpu-deserved=C,cpu-limit=C,memory-deserved=MiB,memory-limit=MiB,priority=N] (repeat per pool)"
         )
+        members_help = (
+            "a member: user:NAME, group:IDP-GROUP or service_account:NAME, then :researcher, :viewer or :admin "
+            "(a department's only); repeat per member"
+        )
         department = groups.add_parser("department", help="Run:ai departments").add_subparsers(
             dest="verb", required=True
         )
@@ -238,6 +244,14 @@ class Command(BaseCommand):
         p.add_argument("name")
         p.add_argument("--description", default="")
         p.add_argument("--resources", action="append", default=[], metavar="SPEC", help=resources_help)
+        p.add_argument(
+            "--member", dest="members", action="append", default=[], metavar="KIND:NAME:ROLE", help=members_help
+        )
+        p = department.add_parser("members", help="set who belongs to a department (replaces its members)")
+        p.add_argument("name")
+        p.add_argument(
+            "--member", dest="members", action="append", default=[], metavar="KIND:NAME:ROLE", help=members_help
+        )
         p = department.add_parser("list", help="departments with their quotas and projects")
         p.add_argument("--json", action="store_true")
         project = groups.add_parser("project", help="Run:ai projects").add_subparsers(dest="verb", required=True)
@@ -247,11 +261,22 @@ class Command(BaseCommand):
         p.add_argument("--namespace", dest="namespaces", action="append", default=[], help="default: runai-NAME")
         p.add_argument("--description", default="")
         p.add_argument("--resources", action="append", default=[], metavar="SPEC", help=resources_help)
+        p.add_argument(
+            "--member", dest="members", action="append", default=[], metavar="KIND:NAME:ROLE", help=members_help
+        )
+        p = project.add_parser("members", help="set who belongs to a project (replaces its members)")
+        p.add_argument("name")
+        p.add_argument(
+            "--member", dest="members", action="append", default=[], metavar="KIND:NAME:ROLE", help=members_help
+        )
         p = project.add_parser("list", help="projects with their department, namespaces and quotas")
         p.add_argument("--department")
         p.add_argument("--json", action="store_true")
 
         quota = groups.add_parser("quota", help="quotas per node pool").add_subparsers(dest="verb", required=True)
+        p = groups.add_parser("my", help="what one belongs to").add_subparsers(dest="verb", required=True)
+        p = p.add_parser("projects", help="one's departments and projects: quota, fair share, what waits and why")
+        p.add_argument("--json", action="store_true")
         p = quota.add_parser("list", help="every department's and project's quota, allocation and fair share per pool")
         p.add_argument("--pool")
         p.add_argument("--json", action="store_true")
@@ -349,6 +374,11 @@ class Command(BaseCommand):
         p = get.add_parser("idle", help="NAMESPACE, POD, USER, PROJECT, POOL, GPUS, IDLE GPUS, IDLE FOR")
         _filter_options(p, IdleGpuFilterSet)
         p.add_argument("--json", action="store_true")
+        p = get.add_parser("workloads", help="NAMESPACE, NAME, KIND, PROJECT, POOL, USER, GPUS, PHASE, REASON")
+        for name in ("pool", "project", "user", "phase", "reason", "backend", "namespace"):
+            p.add_argument(f"--{name}", dest=f"filter_{name}", metavar=name.upper())
+        p.add_argument("--pending", action="store_true", help="only workloads with a pending pod")
+        p.add_argument("--json", action="store_true")
         p = get.add_parser("consumption", help="GPU-hours allocated and idle per pool, user, namespace or project")
         p.add_argument("--by", dest="filter_by", choices=ConsumptionBy.values, default=ConsumptionBy.POOL)
         p.add_argument(
@@ -368,6 +398,10 @@ class Command(BaseCommand):
         p = describe.add_parser("node")
         p.add_argument("name")
         p.add_argument("--backend")
+        p.add_argument("--json", action="store_true")
+        p = describe.add_parser("workload", help="a workload's pods, nodes, why it waits and its phases")
+        p.add_argument("name", metavar="NAMESPACE/NAME")
+        p.add_argument("--backend", help="needed when workloads of that name exist on several backends")
         p.add_argument("--json", action="store_true")
         label = groups.add_parser("label", help="gpuctl: set or remove a node label").add_subparsers(
             dest="verb", required=True
@@ -737,6 +771,26 @@ class Command(BaseCommand):
         rows = selectors.idle_workloads(user=self.principal, filters=_filters(o, IdleGpuFilterSet))
         self.out(as_json(rows) if o["json"] else tables.IDLE.text(rows))
 
+    @verb("get workloads", "workload.list")
+    def do_get_workloads(self, o):
+        filters = {
+            name: o[f"filter_{name}"]
+            for name in ("pool", "project", "user", "phase", "reason", "backend", "namespace")
+            if o[f"filter_{name}"]
+        }
+        if o["pending"]:
+            filters["pending"] = "1"
+        rows = list(selectors.workloads_visible(user=self.principal, filters=filters))
+        self.out(as_json({"workloads": rows}) if o["json"] else tables.WORKLOADS.text(rows))
+
+    @verb("describe workload NAMESPACE/NAME", "workload.get")
+    def do_describe_workload(self, o):
+        namespace, slash, name = o["name"].partition("/")
+        if not slash or not namespace or not name:
+            raise Error(f"'{o['name']}' is not NAMESPACE/NAME")
+        workload = selectors.workload_get(user=self.principal, backend=o["backend"], namespace=namespace, name=name)
+        self.out(as_json(workload) if o["json"] else workload_text(workload))
+
     @verb("get consumption", "consumption.report")
     def do_get_consumption(self, o):
         filters = {name: o[f"filter_{name}"] for name in CONSUMPTION_OPTIONS if o[f"filter_{name}"]}
@@ -776,9 +830,18 @@ class Command(BaseCommand):
         resources = [parse_quota_spec(spec) for spec in o["resources"]]
         self.report(
             services.department_create(
-                name=o["name"], description=o["description"], resources=resources, actor=self.actor
+                name=o["name"],
+                description=o["description"],
+                resources=resources,
+                members=[parse_member_spec(spec) for spec in o["members"]],
+                actor=self.actor,
             )
         )
+
+    @verb("department members NAME", "department.change", name="name")
+    def do_department_members(self, o):
+        members = [parse_member_spec(spec) for spec in o["members"]]
+        self.report(services.unit_members_set(kind="department", name=o["name"], members=members, actor=self.actor))
 
     @verb("department list", "unit.departments")
     def do_department_list(self, o):
@@ -795,9 +858,20 @@ class Command(BaseCommand):
                 namespaces=o["namespaces"],
                 description=o["description"],
                 resources=resources,
+                members=[parse_member_spec(spec) for spec in o["members"]],
                 actor=self.actor,
             )
         )
+
+    @verb("project members NAME", "project.change", name="name")
+    def do_project_members(self, o):
+        members = [parse_member_spec(spec) for spec in o["members"]]
+        self.report(services.unit_members_set(kind="project", name=o["name"], members=members, actor=self.actor))
+
+    @verb("my projects", "my.projects")
+    def do_my_projects(self, o):
+        units = selectors.my_projects(user=self.principal)
+        self.out(as_json({"units": units}) if o["json"] else cli.my_projects_text(units))
 
     @verb("project list", "unit.projects")
     def do_project_list(self, o):

@@ -1,0 +1,321 @@
+"""Why each pending workload waits (SEMANTICS §10), read from the live state.
+
+``pending_verdicts`` gathers, with a handful of grouped queries, what ``engine.verdicts`` judges: per pool its status,
+its available nodes with their free GPUs, every unit's figures (``quota_report``'s rows: the one place §9's figures
+come from), the preemptible running workloads (reclaim candidates) and the pending workloads; then judges each pool's
+pending workloads in one pass. ``pool_waiting_summary`` is the pool page's line, ``pending_workload_counts`` the
+``/metrics`` gauge, ``request_verdict`` the what-if's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from decimal import Decimal
+
+from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models.fields.json import KT
+from django.utils import timezone
+
+from accounts.access import SYSTEM
+
+from ..choices import BackendStatus
+from ..engine import verdicts as engine
+from ..engine.workloads import POD_GROUP
+from ..models import Node, Pod, Pool, Project, backend_status
+from .quotas import QUEUE_LABEL, _selected_pool, quota_report
+
+TERMINATED = ("Succeeded", "Failed")
+# Run:ai's and KAI's priority classes, lowest first: reclaim takes the lowest-priority jobs of a unit first.
+PRIORITY_CLASSES = {"train": 50, "interactive-preemptible": 75, "build": 100, "inference": 125}
+DEFAULT_PRIORITY = 50
+ZERO = Decimal(0)
+
+WorkloadKey = tuple[int, str, str, str]
+
+
+def _decimal(value) -> Decimal:
+    """A GPU figure (a database sum, or a quota row's int or float) as a Decimal."""
+    if value is None:
+        return ZERO
+    return value if isinstance(value, Decimal) else Decimal(repr(value) if isinstance(value, float) else value)
+
+
+def _unlimited_or(value) -> Decimal:
+    """A quota figure where -1 means unlimited, as a Decimal (-1 kept)."""
+    return Decimal(-1) if value == -1 else _decimal(value)
+
+
+class _Live:
+    """The state the verdicts of the pools of ``backend_ids`` (None: every backend) read, in a few queries."""
+
+    def __init__(self, backend_ids=None, *, now=None, quota_rows: list[dict] | None = None, pool: Pool | None = None):
+        self.now = now or timezone.now()
+        # One pool (its page, the what-if): only its state is read, and only its workloads are judged.
+        self.only = pool
+        if pool is not None:
+            backend_ids = [pool.backend_id]
+            quota_rows = quota_report(user=SYSTEM, pool=pool.name)["quotas"] if quota_rows is None else quota_rows
+        self.backend_ids = None if backend_ids is None else list(backend_ids)
+        if pool is not None:
+            self.pools = {pool.pk: pool}
+        else:
+            pools = Pool.objects.select_related("backend").order_by("name")
+            if backend_ids is not None:
+                pools = pools.filter(backend_id__in=self.backend_ids)
+            self.pools = {pool.pk: pool for pool in pools}
+        self.by_label = {(pool.backend_id, pool.name): pool.pk for pool in self.pools.values()}
+        self.label_pools = {
+            (pool.backend_id, pool.node_label["key"], pool.node_label["value"]): pool.pk
+            for pool in self.pools.values()
+            if pool.node_label
+        }
+        self.owner = {}
+        self.projects = set()
+        for name, namespaces in Project.objects.values_list("name", "namespaces"):
+            self.projects.add(name)
+            for namespace in namespaces or ():
+                self.owner[namespace] = name
+        self.nodes = self._nodes()
+        self.running = self._running()
+        self.units = self._units(quota_report(user=SYSTEM)["quotas"] if quota_rows is None else quota_rows)
+
+    def project_of(self, namespace: str, queue: str | None) -> str | None:
+        """A pod's project as ``quota_report`` counts it: its ``runai/queue`` label, else its namespace's owner."""
+        return queue if queue in self.projects else self.owner.get(namespace)
+
+    def _nodes(self) -> dict[int, list[engine.NodeState]]:
+        """Each pool's available, schedulable GPU nodes with their free GPUs. One query (a node once per pool)."""
+        rows = (
+            Node.objects.filter(memberships__pool_id__in=list(self.pools), available=True, unschedulable=False)
+            .filter(gpu__gt=0)
+            .values_list("memberships__pool_id", "id", "backend_id", "name", "gpu_product", "gpu", "gpu_used", "labels")
+            .distinct()
+            .order_by()
+        )
+        nodes: dict[int, list[engine.NodeState]] = {pool_id: [] for pool_id in self.pools}
+        states: dict[int, engine.NodeState] = {}
+        self.pools_of_node: dict[tuple[int, str], list[int]] = {}
+        for pool_id, node_id, backend_id, name, product, gpu, used, labels in rows:
+            state = states.get(node_id)
+            if state is None:
+                state = states[node_id] = engine.NodeState(name, product, gpu, max(ZERO, gpu - used), labels or {})
+            self.pools_of_node.setdefault((backend_id, name), []).append(pool_id)
+            nodes[pool_id].append(state)
+        return nodes
+
+    def _running(self) -> dict[int, list[engine.RunningJob]]:
+        """Each pool's preemptible running GPU workloads, grouped by workload and node. One query."""
+        rows = (
+            self._pods()
+            .filter(~Q(node_name=""), preemptible=True, gpu__gt=0)
+            .exclude(phase__in=TERMINATED)
+            .values("backend_id", "namespace", "workload_kind", "workload_name", "node_name", "priority_class")
+            .annotate(queue=KT(f"labels__{QUEUE_LABEL}"), gpus=Sum("gpu"), started=Max("started"))
+            .order_by()
+        )
+        jobs: dict[tuple, dict] = {}
+        for row in rows:
+            pools = self.pools_of_node.get((row["backend_id"], row["node_name"]))
+            project = self.project_of(row["namespace"], row["queue"])
+            if not pools or project is None:
+                continue
+            for pool_id in pools:
+                key = (pool_id, row["backend_id"], row["namespace"], row["workload_kind"], row["workload_name"])
+                job = jobs.setdefault(
+                    key, {"project": project, "priority": DEFAULT_PRIORITY, "started": 0.0, "nodes": {}, "gpus": ZERO}
+                )
+                gpus = _decimal(row["gpus"])
+                job["nodes"][row["node_name"]] = job["nodes"].get(row["node_name"], ZERO) + gpus
+                job["gpus"] += gpus
+                job["priority"] = PRIORITY_CLASSES.get(row["priority_class"], DEFAULT_PRIORITY)
+                if row["started"] is not None:
+                    job["started"] = max(job["started"], row["started"].timestamp())
+        running: dict[int, list[engine.RunningJob]] = {pool_id: [] for pool_id in self.pools}
+        for (pool_id, _, namespace, kind, name), job in jobs.items():
+            running[pool_id].append(
+                engine.RunningJob(
+                    namespace, name, kind, job["project"], job["gpus"], job["priority"], job["started"], job["nodes"]
+                )
+            )
+        return running
+
+    def _pods(self):
+        """The pods of the backends asked for (every backend's when none were named)."""
+        pods = Pod.objects.all()
+        return pods if self.backend_ids is None else pods.filter(backend_id__in=self.backend_ids)
+
+    def _units(self, quota_rows: list[dict]) -> dict[int, list[engine.UnitState]]:
+        """Each pool's departments and projects with ``quota_report``'s figures; a unit's preemptible GPUs are its
+        reclaim candidates' on the pool, the rest of its allocation is non-preemptible."""
+        names = {pool.name: pool_id for pool_id, pool in self.pools.items()}
+        preemptible: dict[tuple[int, str], Decimal] = {}
+        for pool_id, jobs in self.running.items():
+            for job in jobs:
+                preemptible[pool_id, job.project] = preemptible.get((pool_id, job.project), ZERO) + job.gpus
+        units: dict[int, list[engine.UnitState]] = {pool_id: [] for pool_id in self.pools}
+        departments: dict[tuple[int, str], Decimal] = {}
+        rows = [row for row in quota_rows if row["pool"] in names]
+        for row in rows:
+            if row["kind"] == "project":
+                pool_id = names[row["pool"]]
+                held = preemptible.get((pool_id, row["unit"]), ZERO)
+                departments[pool_id, row["department"]] = departments.get((pool_id, row["department"]), ZERO) + held
+        for row in rows:
+            pool_id = names[row["pool"]]
+            allocated = _decimal(row["allocated"])
+            if row["kind"] == "project":
+                held, parent = preemptible.get((pool_id, row["unit"]), ZERO), row["department"]
+            else:
+                held, parent = departments.get((pool_id, row["unit"]), ZERO), None
+            units[pool_id].append(
+                engine.UnitState(
+                    row["unit"],
+                    parent,
+                    _unlimited_or(row["deserved"]),
+                    _unlimited_or(row["limit"]),
+                    _decimal(row["fair_share"]),
+                    allocated,
+                    max(ZERO, allocated - held),
+                )
+            )
+        return units
+
+    def pending(self) -> tuple[dict[int, list[engine.PendingWorkload]], list[engine.PendingWorkload]]:
+        """The pending workloads by pool, and those of no pool. One query, grouped by workload and pod size."""
+        rows = (
+            self._pods()
+            .filter(node_name="")
+            .exclude(phase__in=TERMINATED)
+            .values("backend_id", "namespace", "workload_kind", "workload_name", "pool_name", "node_selector", "gpu")
+            .annotate(
+                queue=KT(f"labels__{QUEUE_LABEL}"),
+                pods=Count("id"),
+                since=Min("created"),
+                firm=Count("id", filter=Q(preemptible=False)),
+                message=Max("scheduled_message"),
+            )
+            .order_by()
+        )
+        found: dict[WorkloadKey, dict] = {}
+        for row in rows:
+            key = (row["backend_id"], row["namespace"], row["workload_kind"], row["workload_name"])
+            workload = found.setdefault(
+                key, {"pods": [], "firm": 0, "since": None, "message": "", "pool": None, "project": None}
+            )
+            workload["pods"] += [_decimal(row["gpu"])] * row["pods"]
+            workload["firm"] += row["firm"]
+            workload["message"] = max(workload["message"], row["message"] or "")
+            if row["since"] and (workload["since"] is None or row["since"] < workload["since"]):
+                workload["since"] = row["since"]
+            workload["project"] = workload["project"] or self.project_of(row["namespace"], row["queue"])
+            if workload["pool"] is None:
+                workload["pool"] = self.pool_of(row["backend_id"], row["pool_name"], row["node_selector"])
+                workload["selector"] = row["node_selector"] or {}
+        by_pool: dict[int, list[engine.PendingWorkload]] = {pool_id: [] for pool_id in self.pools}
+        unpooled = []
+        for key, workload in found.items():
+            waiting = (self.now - workload["since"]).total_seconds() if workload["since"] else 0.0
+            pending = engine.PendingWorkload(
+                key,
+                workload["project"],
+                tuple(sorted(workload["pods"], reverse=True)),
+                preemptible=workload["firm"] == 0,
+                gang=key[2] == POD_GROUP,
+                node_selector=workload["selector"] if isinstance(workload["selector"], Mapping) else {},
+                waiting_seconds=waiting,
+                scheduled_message=workload["message"],
+            )
+            if workload["pool"] is not None:
+                by_pool[workload["pool"]].append(pending)
+            elif self.only is None:
+                unpooled.append(pending)
+        return by_pool, unpooled
+
+    def pool_of(self, backend_id: int, pool_name: str, node_selector) -> int | None:
+        """A pending pod's pool as ``quota_report`` finds it: its pool label, else the label pool its
+        ``nodeSelector`` asks for."""
+        pool_id = self.by_label.get((backend_id, pool_name))
+        if pool_id is None and self.label_pools and node_selector:
+            pool_id = _selected_pool(backend_id, node_selector, self.label_pools)
+        return pool_id
+
+    def pool_state(self, pool_id: int) -> engine.PoolState:
+        pool = self.pools[pool_id]
+        return engine.PoolState(
+            pool.name,
+            maintenance=pool.enable_maintenance,
+            online=backend_status(pool.backend.last_heartbeat, self.now) == BackendStatus.ONLINE,
+            nodes=tuple(self.nodes[pool_id]),
+            units=tuple(self.units[pool_id]),
+            running=tuple(self.running[pool_id]),
+        )
+
+
+def _judge(live: _Live) -> tuple[dict[WorkloadKey, engine.Verdict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
+    """Every verdict, and each workload's pool id and GPUs asked."""
+    by_pool, unpooled = live.pending()
+    found: dict[WorkloadKey, engine.Verdict] = {}
+    where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
+    for pool_id, workloads in by_pool.items():
+        if workloads:
+            found.update(engine.pool_verdicts(live.pool_state(pool_id), workloads))
+            where.update((w.key, (pool_id, w.request)) for w in workloads)
+    for workload in unpooled:
+        found[workload.key] = engine.unpooled_verdict(workload)
+        where[workload.key] = (None, workload.request)
+    return found, where
+
+
+def pending_verdicts(*, backend_ids=None) -> dict[WorkloadKey, dict]:
+    """Why each pending workload waits, keyed by (backend id, namespace, workload kind, workload name).
+
+    Each value is ``{"reason": str, "checks": [{"reason", "message", "figures"}], "victims": [{"namespace", "name",
+    "kind", "project", "gpus"}]}``: every failing check of SEMANTICS §10 in order, the first being the reason. A
+    workload with a pending pod always has one. Restricted by the caller: this reads every pool of the backends.
+    """
+    found, _ = _judge(_Live(backend_ids))
+    return {key: verdict.as_dict() for key, verdict in found.items()}
+
+
+def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tuple[str, str], int]:
+    """Pending workloads per (pool, reason), for ``/metrics``; workloads of no pool are left out. ``quota_rows`` are
+    ``quota_report``'s rows for every unit and pool when the caller has them already (a scrape reads them once)."""
+    live = _Live(quota_rows=quota_rows)
+    found, where = _judge(live)
+    counts: Counter = Counter()
+    for key, verdict in found.items():
+        pool_id = where[key][0]
+        if pool_id is not None:
+            counts[live.pools[pool_id].name, verdict.reason] += 1
+    return dict(counts)
+
+
+def pool_waiting_summary(pool: Pool) -> dict:
+    """The pool page's line: how many workloads wait on ``pool``, the GPUs they ask, and how many for each reason
+    (most first): ``{"workloads", "gpus", "reasons": [(reason, count)], "text"}``."""
+    found, where = _judge(_Live(pool=pool))
+    mine = [key for key, (pool_id, _) in where.items() if pool_id == pool.pk]
+    gpus = sum((where[key][1] for key in mine), ZERO)
+    reasons = Counter(found[key].reason for key in mine)
+    ordered = sorted(reasons.items(), key=lambda item: (-item[1], engine.REASONS.index(item[0])))
+    figure = int(gpus) if gpus == int(gpus) else float(gpus)
+    text = ""
+    if mine:
+        parts = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in ordered)
+        text = f"waiting: {len(mine)} workload{'s' if len(mine) != 1 else ''}, {figure} GPUs — {parts}"
+    return {"workloads": len(mine), "gpus": figure, "reasons": ordered, "text": text}
+
+
+def request_verdict(*, pool: Pool, project: str | None, gpu: Decimal, pods: int, refused: str = "") -> dict:
+    """The verdict a request not yet submitted would get on ``pool``: ``pods`` pods of ``gpu`` GPUs each of
+    ``project`` (a gang when more than one), ``refused`` being the message of a rule that refuses it everywhere."""
+    live = _Live(pool=pool)
+    workload = engine.PendingWorkload(
+        (pool.backend_id, "", POD_GROUP, "what-if"),
+        project,
+        (gpu,) * pods,
+        gang=pods > 1,
+        refused=refused,
+    )
+    return engine.workload_verdict(live.pool_state(pool.pk), workload).as_dict()

@@ -1,0 +1,162 @@
+#!/usr/bin/env python
+"""Benchmark: the Workloads page and ``GET /api/workloads/?pending=1`` (SEMANTICS §10) over 150,000 pods.
+
+Builds the cluster of ``pools.fleet.layouts.pool_cluster`` (5,000 nodes, 150,000 pods, 50 pools) as
+``bench_quotas.py`` does, its pods synced through ``backend_sync`` (so each carries its workload key, as the sync
+writes it); each job pod is its Job's, one GPU pod in eight is made a member of a four-pod KAI gang. Then, in the same
+run, server-side for a superuser:
+
+- ``GET /workloads/`` (the first page of 100 rows, GPU holders first) and ``GET /api/workloads/?pending=1`` (the
+  first page of the pending workloads and their count), with the verdicts left out (``--verdicts`` keeps them: they
+  are their own benchmark);
+- the naive way: every pod read into Python and grouped there, for the pending rows; checked to find the same
+  number of pending workloads.
+
+Each is run ``--runs`` times (3) of ``--iterations`` calls; it prints the median of the run medians, their spread,
+the SQL query count and the load average before and after. Use PostgreSQL (``DATABASE_URL``) for the figures of
+docs/performance.md: the script migrates the database it is given, so give it one of its own.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_workloads \\
+        .venv/bin/python scripts/bench_workloads.py [--nodes 5000] [--pods 150000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench.timing import loadavg, timed  # noqa: E402
+from bench_node_pools import ListSource, setup_django  # noqa: E402
+
+GANG_SIZE = 4
+
+
+def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
+    from pools import services
+    from pools.choices import ConfigType
+    from pools.engine.workloads import POD_GROUP_ANNOTATION
+    from pools.fleet.layouts import POOL_LABEL, pool_cluster, pool_config
+    from pools.models import Backend
+
+    node_objects, pod_objects = pool_cluster(nodes=nodes, pods=pods, pools=pools)
+    gpu_pods = [
+        pod
+        for pod in pod_objects
+        if (pod["metadata"].get("ownerReferences") or [{}])[0].get("kind") == "Job"
+        and any("nvidia.com/gpu" in (c.get("resources") or {}).get("requests", {}) for c in pod["spec"]["containers"])
+    ]
+    for index, pod in enumerate(gpu_pods[: len(gpu_pods) // 8]):
+        metadata = pod["metadata"] = dict(pod["metadata"])  # the fleet shares what pods have alike
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), POD_GROUP_ANNOTATION: f"gang-{index // 4}"}
+    path = inventory / "bench.json"
+    path.write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
+    config = pool_config(pools=pools)
+    services.config_apply(
+        changes={
+            ConfigType.BACKEND: {"bench": {"kind": "file", "source": str(path)}},
+            ConfigType.POD_TEMPLATE: config["podTemplates"],
+            ConfigType.POOL: {
+                name: {**body, "node_label": {"key": POOL_LABEL, "value": name}}
+                for name, body in config["pools"].items()
+            },
+        },
+        actor=services.SYSTEM,
+    )
+    document = {"apiVersion": "v1", "kind": "List", "items": node_objects + pod_objects}
+    services.backend_sync(backend=Backend.objects.get(name="bench"), source=ListSource(document))
+
+
+def naive_pending() -> list[dict]:
+    """The pending workloads the naive way: every pod read as a row and grouped in Python."""
+    from pools.models import Pod
+
+    groups: dict[tuple, dict] = defaultdict(lambda: {"pods": 0, "pending": 0, "running": 0, "gpu": 0})
+    for pod in Pod.objects.all().iterator(chunk_size=5000):
+        group = groups[(pod.backend_id, pod.namespace, pod.workload_kind, pod.workload_name)]
+        group["pods"] += 1
+        group["gpu"] += pod.gpu
+        group["pending" if pod.phase == "Pending" else "running"] += 1
+    return sorted(
+        ({"key": key, **group} for key, group in groups.items() if group["pending"]),
+        key=lambda row: (-row["gpu"], row["key"]),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150_000)
+    parser.add_argument("--pools", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--verdicts", action="store_true", help="keep the verdicts of the pending rows")
+    parser.add_argument("--keep", action="store_true", help="time the cluster a last run left in the database")
+    args = parser.parse_args()
+    inventory = setup_django()
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    # Pages link static files by their plain names: the hashed ones exist only after ``collectstatic``.
+    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}).enable()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts.access import SYSTEM
+    from pools import selectors
+    from pools.models import Pod
+    from pools.selectors import workloads
+
+    if not args.verdicts:
+        workloads.pending_verdicts = lambda *, backend_ids=None: {}
+    started = time.perf_counter()
+    if not (args.keep and Pod.objects.exists()):
+        build(inventory, args.nodes, args.pods, args.pools)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    pending = selectors.workloads_visible(user=SYSTEM, filters={"pending": "1"})
+    every = selectors.workloads_visible(user=SYSTEM)
+    print(
+        f"built {Pod.objects.count()} pods in {time.perf_counter() - started:.0f} s on {engine}: {len(every)} "
+        f"workloads, {len(pending)} with a pending pod"
+    )
+    naive = naive_pending()
+    assert len(naive) == len(pending), (len(naive), len(pending))
+    print("the naive way finds the same pending workloads")
+
+    user = get_user_model().objects.filter(username="bench").first()
+    user = user or get_user_model().objects.create_superuser("bench", password="bench-password-1")
+    client = Client()
+    client.force_login(user)
+    cases = [
+        ("GET /workloads/ (first 100 rows)", lambda: client.get("/workloads/")),
+        ("GET /api/workloads/?pending=1", lambda: client.get("/api/workloads/", {"pending": "1"})),
+        ("naive: every pod grouped in Python", naive_pending),
+    ]
+    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
+    for name, function in cases:
+        iterations = 1 if name.startswith("naive") else args.iterations
+        figures = timed(function, args.runs, iterations)
+        with CaptureQueriesContext(connection) as captured:
+            answer = function()
+        if hasattr(answer, "status_code"):
+            assert answer.status_code == 200, answer.status_code
+        print(
+            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
+            f"{args.runs}x{iterations}), {len(captured)} SQL queries"
+        )
+    print(f"load average after: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()

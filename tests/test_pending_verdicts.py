@@ -1,0 +1,191 @@
+"""Why pending workloads wait (SEMANTICS §10), read from synced state: a small cluster worked by hand, and the
+demo, whose load shows every reason."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from kube_objects import node, pod
+from people import person
+from prometheus_client.parser import text_string_to_metric_families
+
+from pools import services
+from pools.choices import ConfigType
+from pools.engine.permissions import METRICS_ROLE
+from pools.models import Backend, Pod, Pool
+from pools.selectors.verdicts import pending_verdicts, pool_waiting_summary, request_verdict
+
+
+@pytest.fixture
+def lab(cluster, actor):
+    """Pool ``p`` of two 8-GPU nodes; department rnd (deserved 16) with projects vision (14) and nlp (2, limit 9).
+
+    nlp holds a preemptible 8-GPU job filling n1; vision holds 4 GPUs of n2. vision's 8-GPU gang waits (it may
+    take n1 back), nlp's 2-GPU job passes its limit, a 16-GPU pod never fits, a 2-GPU pod fits now.
+    """
+    backend = cluster(
+        [
+            node("n1", gpu=8),
+            node("n2", gpu=8),
+            pod(
+                "nlp-sweep", node="n1", gpu=8, namespace="nlp", pool="p", priority="LOW", started="2026-11-27T10:00:00Z"
+            ),
+            pod("vision-serve", node="n2", gpu=4, namespace="vision", pool="p"),
+            *(
+                pod(
+                    f"vision-train-{n}",
+                    gpu=4,
+                    namespace="vision",
+                    pool="p",
+                    phase="Pending",
+                    annotations={"pod-group-name": "vision-train"},
+                    unschedulable="0/2 nodes are available",
+                )
+                for n in (1, 2)
+            ),
+            pod("nlp-more", gpu=2, namespace="nlp", pool="p", phase="Pending"),
+            pod("vision-huge", gpu=16, namespace="vision", pool="p", phase="Pending"),
+            pod("vision-small", gpu=2, namespace="vision", pool="p", phase="Pending"),
+            pod("stray", gpu=1, namespace="elsewhere", phase="Pending"),
+        ],
+        name="lab",
+    )
+
+    def gpu(deserved, limit=-1):
+        return [{"nodePool": "p", "gpu": {"deserved": deserved, "limit": limit}}]
+
+    services.config_apply(
+        changes={
+            ConfigType.POOL: {"p": {"backend": "lab"}},
+            ConfigType.DEPARTMENT: {"rnd": {"resources": gpu(16)}},
+            ConfigType.PROJECT: {
+                "vision": {"department": "rnd", "namespaces": ["vision"], "resources": gpu(14)},
+                "nlp": {"department": "rnd", "namespaces": ["nlp"], "resources": gpu(2, 9)},
+            },
+        },
+        actor=actor,
+    )
+    return backend
+
+
+def test_each_pending_workload_of_the_lab_gets_its_reason(lab):
+    found = pending_verdicts(backend_ids=[lab.pk])
+    by_name = {name: verdict for (_, _, _, name), verdict in found.items()}
+    assert by_name["vision-huge"]["reason"] == "never_fits"
+    assert by_name["vision-huge"]["checks"][0]["message"].startswith("no node has 16 GPUs")
+    assert by_name["nlp-more"]["reason"] == "project_limit"
+    assert by_name["nlp-more"]["checks"][0]["figures"] == {"unit": "nlp", "allocated": 8, "request": 2, "limit": 9}
+    assert by_name["vision-small"]["reason"] == "scheduling"
+    assert by_name["stray"]["reason"] == "scheduling"  # no pool claims it, and it still has a reason
+    train = by_name["vision-train"]
+    assert train["reason"] == "reclaim", train
+    assert train["victims"] == [{"namespace": "nlp", "name": "nlp-sweep", "kind": "Pod", "project": "nlp", "gpus": 8}]
+    # every workload with a pending pod has exactly one verdict
+    pending = set(Pod.objects.filter(backend=lab, node_name="").values_list("workload_name", flat=True))
+    assert set(by_name) == pending
+
+
+def test_the_verdicts_take_a_fixed_number_of_queries(lab, cluster, django_assert_max_num_queries):
+    with django_assert_max_num_queries(12):
+        small = pending_verdicts()
+    cluster(
+        [node(f"m{n}", gpu=8) for n in range(20)]
+        + [pod(f"w{n}", gpu=4, namespace="vision", pool="p", phase="Pending") for n in range(40)],
+        name="more",
+    )
+    with django_assert_max_num_queries(12):
+        assert len(pending_verdicts()) == len(small) + 40
+
+
+def test_an_offline_backend_and_a_pool_in_maintenance_come_first(lab, actor):
+    Backend.objects.filter(pk=lab.pk).update(last_heartbeat=None)
+    found = pending_verdicts(backend_ids=[lab.pk])
+    assert {verdict["reason"] for verdict in found.values() if verdict["checks"][0]["figures"].get("pool")} == {
+        "backend_offline"
+    }
+    services.pool_maintenance_set(name="p", enable=True, actor=actor)
+    summary = pool_waiting_summary(Pool.objects.get(name="p"))
+    assert summary["workloads"] == 4 and summary["reasons"] == [("pool_maintenance", 4)]
+    assert summary["text"] == "waiting: 4 workloads, 28 GPUs — 4 pool maintenance"
+
+
+def test_metrics_count_the_pending_workloads_of_each_pool_by_reason(lab, client):
+    client.force_login(person("prometheus", METRICS_ROLE, password=None))
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    samples = {
+        sample.labels["reason"]: sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        if family.name == "gpupool_pool_pending_workloads"
+        for sample in family.samples
+        if sample.labels["pool"] == "p"
+    }
+    assert samples == {
+        "pool_maintenance": 0,
+        "backend_offline": 0,
+        "never_fits": 1,
+        "project_limit": 1,
+        "department_limit": 0,
+        "reclaim": 1,
+        "over_fair_share": 0,
+        "no_capacity": 0,
+        "scheduling": 1,
+    }
+
+
+def test_the_pool_page_says_how_many_wait_and_why(lab, admin_client):
+    page = admin_client.get("/pools/p/").content.decode()
+    assert "waiting: 4 workloads, 28 GPUs — 1 never fits, 1 project limit, 1 reclaim, 1 scheduling" in page
+
+
+def test_the_what_if_gives_the_verdict_a_request_would_get(lab):
+    pool = Pool.objects.get(name="p")
+    assert request_verdict(pool=pool, project="vision", gpu=Decimal(2), pods=1)["reason"] == "scheduling"
+    assert request_verdict(pool=pool, project="vision", gpu=Decimal(4), pods=2)["reason"] == "reclaim"
+    assert request_verdict(pool=pool, project="nlp", gpu=Decimal(4), pods=1)["reason"] == "project_limit"
+    refused = request_verdict(pool=pool, project=None, gpu=Decimal(1), pods=1, refused="GPU must be ≤ 0")
+    assert refused["checks"][0] == {
+        "reason": "never_fits",
+        "message": "GPU must be ≤ 0",
+        "figures": {"rule": "GPU must be ≤ 0"},
+    }
+
+
+def test_the_what_if_api_and_page_carry_the_verdict(lab, admin_client):
+    body = {"variables": {"USER_GPU": 4}, "project": "vision", "pods": 2}
+    answer = admin_client.post("/api/pools/p/check/", body, content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    waits = answer.json()["pending_verdict"]
+    assert waits["reason"] == "reclaim" and [v["name"] for v in waits["victims"]] == ["nlp-sweep"]
+    page = admin_client.get("/what-if/", {"pool": "p", "gpu": 16}).content.decode()
+    assert 'data-testid="pending-verdict"' in page and "never_fits" in page
+
+
+def test_the_demo_shows_every_reason(demo, actor):
+    found = pending_verdicts()
+    reasons = {verdict["reason"] for verdict in found.values()}
+    assert reasons >= {
+        "never_fits",
+        "project_limit",
+        "department_limit",
+        "reclaim",
+        "over_fair_share",
+        "no_capacity",
+        "scheduling",
+    }
+    by_name = {name.rsplit("-", 1)[0] if kind == "Pod" else name: v for (_, _, kind, name), v in found.items()}
+    assert "embed-backfill" in {victim["name"].rsplit("-", 1)[0] for victim in by_name["triton-canary"]["victims"]}
+    assert by_name["sdg-render"]["reason"] == "department_limit"
+    assert by_name["sdg-sweep"]["reason"] == "over_fair_share"
+    assert by_name["llm-finetune-16x"]["reason"] == "never_fits"
+    assert by_name["triton-b"]["reason"] == "no_capacity"
+    assert by_name["tokenizer-warmup"]["reason"] == "scheduling"
+    assert by_name["sdg-batch"]["reason"] == "project_limit"
+    line = pool_waiting_summary(Pool.objects.get(name="robotics-inference"))["text"]
+    assert line.startswith("waiting: ") and " reclaim" in line and " no capacity" in line, line
+
+    services.pool_maintenance_set(name="l40s-nodes", enable=True, actor=actor)
+    after = pending_verdicts(backend_ids=[Pool.objects.get(name="l40s-nodes").backend_id])
+    waiting = [v for v in after.values() if v["checks"][0]["figures"].get("pool") == "l40s-nodes"]
+    assert waiting and {v["reason"] for v in waiting} == {"pool_maintenance"}
