@@ -74,8 +74,8 @@ def _send(job: JobRecord, backend: Backend) -> None:
     connection attempt and each answer bounded by ``BROKER_CONNECT_SECONDS``, no retries of the send."""
     app = tasks.sync_backend.app
     try:
-        if app.conf.task_always_eager:
-            tasks.sync_backend.apply_async((backend.pk,), {"job_id": str(job.pk)}, task_id=str(job.pk))
+        if app.conf.task_always_eager:  # in this process, as it stands: no broker, no producer pool to borrow from
+            tasks.sync_backend.apply((backend.pk,), {"job_id": str(job.pk)}, task_id=str(job.pk))
             return
         with app.connection_for_write(transport_options=BROKER_SEND_OPTIONS) as connection:
             connection.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_CONNECT_SECONDS)

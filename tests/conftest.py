@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from browser import TIMEOUT_MS, VIEWPORT, chromium
+from celery_parts import forget_broker_connections
 from django.apps import apps
 from django.core import serializers
 from django.db import transaction
@@ -88,6 +89,20 @@ def pytest_runtest_teardown(item, nextitem):
 def login_throttling(settings):
     """Sign-in throttling as deployed (django-axes on). Its failures are rows of the test's database."""
     settings.AXES_ENABLED = True
+
+
+@pytest.fixture(autouse=True)
+def celery_as_configured():
+    """Every test starts with Celery as the settings configure it (tasks in this process, no broker): a test that
+    points the app at a broker of its own gets it back afterwards, without the connections it left open."""
+    from config.celery import app
+
+    keys = ("broker_url", "result_backend", "task_always_eager")
+    before = {key: app.conf[key] for key in keys}
+    yield
+    if any(app.conf[key] != value for key, value in before.items()):
+        app.conf.update(before)
+        forget_broker_connections(app)
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from celery_parts import forget_broker_connections
 from django.conf import settings
 from people import person, signed_in
 
@@ -34,20 +35,10 @@ def broker(own_redis):
     """This process sends tasks to the test's Redis, as a web process with a broker does."""
     before = {key: app.conf[key] for key in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=own_redis.url, task_always_eager=False)
-    forget_connections()
+    forget_broker_connections(app)
     yield own_redis
     app.conf.update(before)
-    forget_connections()
-
-
-def forget_connections() -> None:
-    """Drop the connections the app keeps to its broker and result store, so the next task opens them afresh from
-    its configuration: left behind, they point the rest of this process's tests at a Redis that is gone."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
-    app.amqp._producer_pool = None
-    app._local.__dict__.pop("backend", None)
+    forget_broker_connections(app)
 
 
 @pytest.fixture
