@@ -415,6 +415,50 @@ class PoolPodUsage(models.Model):
         return f"{self.pool_name}: {self.gpu} GPUs"
 
 
+# The order of the Workloads list: GPU holders first (SEMANTICS §10), then by key.
+WORKLOAD_ORDER = ["-held", "-gpus", "backend", "namespace", "workload_name", "workload_kind"]
+
+
+class WorkloadSums(models.Model):
+    """The pods of one workload (SEMANTICS §10) on one backend, summed: what orders and filters the Workloads list.
+
+    A list read by a reader who sees the whole fleet orders these rows by an index and reads one page of them,
+    where grouping every pod costs a second at 150,000 pods (``selectors.workloads``). Sync and watch keep them in
+    the transaction that writes the pods: ``services.workload_sums_refresh`` recomputes the workloads a batch of
+    pods touched, or a backend's whole set after a sync that changed most of its pods. ``held`` counts the GPUs
+    of the live pods bound to a node.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="workload_sums")
+    namespace = models.CharField(max_length=253)
+    workload_kind = models.CharField(max_length=64, blank=True)
+    workload_name = models.CharField(max_length=253, blank=True)
+    gpus = models.DecimalField(max_digits=20, decimal_places=3, default=0)
+    held = models.DecimalField(max_digits=20, decimal_places=3, default=0)
+    pods = models.IntegerField(default=0)
+    running = models.IntegerField(default=0)
+    pending = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["backend", "namespace", "workload_name", "workload_kind"]
+        verbose_name_plural = "workload sums"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["backend", "namespace", "workload_kind", "workload_name"], name="unique_workload_sums"
+            )
+        ]
+        indexes = [
+            models.Index(fields=WORKLOAD_ORDER, name="workload_sums_order"),
+            models.Index(fields=WORKLOAD_ORDER, name="workload_sums_pending", condition=models.Q(pending__gt=0)),
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.workload_name}: {self.pods} pods"
+
+
 class NodeMembership(models.Model):
     """A node belongs to a (pool, platform): the platform's merged template selects it (SEMANTICS.md §5).
 

@@ -136,11 +136,16 @@ def main() -> None:
 
     user = get_user_model().objects.filter(username="bench").first()
     user = user or get_user_model().objects.create_superuser("bench", password="bench-password-1")
+    one = pending[0]  # the pending workload holding the most GPUs
     client = Client()
     client.force_login(user)
     cases = [
         ("GET /workloads/ (first 100 rows)", lambda: client.get("/workloads/")),
         ("GET /api/workloads/?pending=1", lambda: client.get("/api/workloads/", {"pending": "1"})),
+        (
+            "GET a pending workload's page",
+            lambda: client.get(f"/workloads/{one['backend']}/{one['namespace']}/{one['name']}/"),
+        ),
         ("naive: every pod grouped in Python", naive_pending),
     ]
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")

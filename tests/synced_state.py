@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pools.models import Node, NodeGroupSums, NodeMembership, Pod, PoolPodUsage
+from pools.models import Node, NodeGroupSums, NodeMembership, Pod, PoolPodUsage, WorkloadSums
 from pools.services import inventory as inventory_service
 from pools.services.node_usage import NODE_USAGE_COLUMNS
 
@@ -15,8 +15,9 @@ NODE_COLUMNS = (
 )
 
 
-def database_state(backend) -> tuple[list, list, list, list, list]:
-    """Every synced column of the backend's nodes and pods, their usage, memberships and node groups, sorted."""
+def database_state(backend) -> tuple[list, list, list, list, list, list]:
+    """Every synced column of the backend's nodes and pods, their usage, memberships, node groups and workloads'
+    sums, sorted."""
     nodes = sorted(
         tuple(str(value) for value in row)
         for row in Node.objects.filter(backend=backend).values_list("name", *NODE_COLUMNS)
@@ -35,4 +36,10 @@ def database_state(backend) -> tuple[list, list, list, list, list]:
             *(field.name for field in NodeGroupSums._meta.concrete_fields if field.name not in ("id", "backend"))
         )
     )
-    return nodes, pods, usage, memberships, groups
+    workloads = sorted(
+        tuple(str(value) for value in row)
+        for row in WorkloadSums.objects.filter(backend=backend).values_list(
+            *(field.name for field in WorkloadSums._meta.concrete_fields if field.name not in ("id", "backend"))
+        )
+    )
+    return nodes, pods, usage, memberships, groups, workloads

@@ -9,6 +9,8 @@ may not see answers as one that does not exist.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import transaction
 from django.test import override_settings
@@ -140,6 +142,10 @@ def estate(django_db_setup, django_db_blocker, tmp_path_factory):
         transaction.set_rollback(True)
 
 
+# A check's figures as ``engine.verdicts`` gives them: the free GPUs and the largest free block per product.
+FIGURES = {"free": 3, "largest_free": {"H100": {"gpus": 2, "nodes": ["n1"], "node_count": 1}}}
+
+
 @pytest.fixture
 def verdicts(monkeypatch):
     """The verdicts of the pending workloads, as ``selectors.verdicts.pending_verdicts`` gives them."""
@@ -154,7 +160,7 @@ def verdicts(monkeypatch):
             victims = [{"namespace": "robots", "name": "etl", "kind": "Job", "project": "robo", "gpus": 4}]
             found[(backend_id, namespace, kind, name)] = {
                 "reason": reason,
-                "checks": [{"reason": reason, "message": f"{name} waits", "figures": {"free": 0}}],
+                "checks": [{"reason": reason, "message": f"{name} waits", "figures": FIGURES}],
                 "victims": victims if reason == "reclaim" else [],
             }
         return found
@@ -277,12 +283,43 @@ def test_a_workload_page_shows_its_pods_verdict_victims_and_phases(db, estate, v
     assert detail["verdict"]["reason"] == "reclaim" and detail["victims"][0]["name"] == "etl"
     assert [step["phase"] for step in detail["history"]] == [engine.PENDING, engine.PARTIALLY_RUNNING]
     page = signed_in(root).get("/workloads/test-cluster/research/pretrain/").content.decode()
-    assert "pretrain-1" in page and "reclaim" in page and WAITING in page
+    assert "pretrain-1" in page and "<code>reclaim</code>" in page and WAITING in page
+    figures = re.search(r'<ul class="figures".*?</ul>', page, re.S).group(0)
+    assert [re.sub(r"<[^>]+>", "", item) for item in re.findall(r"<li>.*?</li>", figures)] == [
+        "free GPUs: 3",
+        "largest free block: H100 2 on n1",
+    ]
     verb = run_poolctl("describe", "workload", "research/pretrain", "--json")
     assert verb.json() == detail
     text = run_poolctl("describe", "workload", "research/pretrain").out
     assert "PodGroup" in text and "Victims:" in text
     assert run_poolctl("describe", "workload", "pretrain").code != 0  # not NAMESPACE/NAME
+
+
+def test_a_verdicts_figures_read_as_label_and_value():
+    from pools.templatetags.console import verdict_figures
+
+    def read(figures):
+        return [f"{figure['label']}: {figure['value']}" for figure in verdict_figures(figures)]
+
+    block = {"gpus": 4, "nodes": ["h-1", "h-2"], "node_count": 5}
+    assert read({"free": 1234.5, "largest_free": {"H100": block, "A100": {"gpus": 8, "nodes": ["a-1"]}}}) == [
+        "free GPUs: 1,234.5",
+        "largest free block: H100 4 on h-1, h-2 and 3 more, A100 8 on a-1",
+    ]
+    assert read({"gpus": 16, "product": "", "largest": 8, "largest_by_product": {"H100": 8, "A10G": 4}}) == [
+        "GPUs one pod asks: 16",
+        "product: —",
+        "largest node: 8",
+        "largest node per product: H100 8, A10G 4",
+    ]
+    assert read({"node_selector": {"gpu-type": "L40S"}, "nodes": 0}) == ["nodeSelector: gpu-type=L40S", "nodes: 0"]
+    assert read({"waiting_seconds": 3900, "scheduled_message": ""}) == ["waiting: 1h 5m", "PodScheduled: —"]
+    assert read({"project": "robo", "fair_share": 6, "victims": ["a", "b"]}) == [
+        "project: robo",
+        "fair share: 6",
+        "victims: a, b",
+    ]
 
 
 # --- who sees what ---------------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ from pools.engine.workloads import (
     workload_phase,
 )
 
-from ..models import Backend, NodeMembership, Pod, Pool, Project
+from ..models import Backend, NodeMembership, Pod, Pool, Project, WorkloadSums
 from .quotas import QUEUE_LABEL
 
 try:  # project members (SEMANTICS §9.4)
@@ -160,7 +160,8 @@ _GROUP = ("backend_id", "namespace", "workload_kind", "workload_name")
 _GPU = DecimalField(max_digits=20, decimal_places=3)
 
 
-_ORDER = ("-held", "-gpus", "backend_id", "namespace", "workload_name", "workload_kind")
+_ORDER = ("-held", "-gpus", "backend_id", "namespace", "workload_name", "workload_kind")  # as WORKLOAD_ORDER
+_SUMS = ("gpus", "held", "running", "pending", "failed")  # what orders and filters, in WorkloadSums too
 
 
 def _ordered(pods):
@@ -244,8 +245,10 @@ class WorkloadRows(Sequence):
     Its length is one grouped ``COUNT``; a slice is two passes: the workloads' keys in order (``_ordered``: sums
     and counts only), then every figure of those workloads alone (``_grouped`` over their pods)."""
 
-    def __init__(self, pods, having: Q, *, pools, projects, backends: dict[int, str], reason: str = "", shown=None):
-        self._pods, self._having, self._shown = pods, having, shown
+    def __init__(
+        self, pods, having: Q, *, pools, projects, backends: dict[int, str], reason: str = "", shown=None, sums=None
+    ):
+        self._pods, self._having, self._shown, self._sums = pods, having, shown, sums
         self._pools, self._projects, self._backends = pools, projects, backends
         self._reason = reason
         self._count: int | None = None
@@ -267,8 +270,15 @@ class WorkloadRows(Sequence):
             self._ordered_page(slice(0, PEEK))
         if self._count is None:
             with _grouping():
-                self._count = _ordered(self._pods).filter(self._having).count()
+                self._count = self._ordering().count()
         return self._count
+
+    def _ordering(self):
+        """The workloads' keys and sums in their order: read from ``WorkloadSums`` where those serve the reader and
+        the filters, else grouped from the pods."""
+        if self._sums is not None:
+            return self._sums.filter(self._having).values(*_GROUP, *_SUMS).order_by(*_ORDER)
+        return _ordered(self._pods).filter(self._having)
 
     def _ordered_page(self, index: slice) -> list[dict]:
         """The keys and sums of the workloads of ``index``, in order, with how many there are in all (one grouping
@@ -276,13 +286,18 @@ class WorkloadRows(Sequence):
         start, stop = index.start or 0, index.stop
         if self._peeked is not None and self._peeked[:2] == (start, stop):
             return self._peeked[2]
-        ordered = _ordered(self._pods).filter(self._having).annotate(total=Window(Count(Value(1))))
-        with _grouping():
-            groups = list(ordered[index])
-        if groups:
-            self._count = groups[0]["total"]
-        elif start == 0:
-            self._count = 0
+        if self._sums is not None:  # an index gives the page in order; the count is a second, cheap query
+            groups = list(self._ordering()[index])
+            if start == 0 and stop is not None and len(groups) < stop:
+                self._count = len(groups)
+        else:
+            ordered = self._ordering().annotate(total=Window(Count(Value(1))))
+            with _grouping():
+                groups = list(ordered[index])
+            if groups:
+                self._count = groups[0]["total"]
+            elif start == 0:
+                self._count = 0
         self._peeked = (start, stop, groups)
         return groups
 
@@ -388,10 +403,14 @@ def _pools_of(group: dict, backend_id: int, label_pools: dict, on_nodes, shown: 
 
 
 def _key_condition(keys) -> Q:
-    condition = Q(pk__in=[])
-    for backend_id, namespace, kind, name in keys:
-        condition |= Q(backend_id=backend_id, namespace=namespace, workload_kind=kind, workload_name=name)
-    return condition
+    """The pods of the workloads ``keys`` and maybe of a few more (one ``IN`` list per column of the key, which
+    the index ``pod_workload`` serves): callers pick their rows by key. A hundred keys as a hundred ORed
+    conditions cost the ORM more than the query."""
+    keys = list(keys)
+    if not keys:
+        return Q(pk__in=[])
+    backends, namespaces, kinds, names = (sorted(set(column)) for column in zip(*keys, strict=True))
+    return Q(backend_id__in=backends, namespace__in=namespaces, workload_kind__in=kinds, workload_name__in=names)
 
 
 def _pods_details(unplaced_keys, sliced_keys, pools) -> tuple[dict, dict]:
@@ -468,6 +487,17 @@ def workloads_visible(*, user, filters: Mapping | None = None, key: tuple[str, s
     if pending not in ("", "0", "1", "true", "false", "yes", "no"):
         raise ConfigError(f"pending: '{pending}' is not 1 or 0")
     reason = _one(filters, "reason")
+    # A reader of the whole fleet, filtering by what a workload's sums hold: the order comes from WorkloadSums.
+    sums = None
+    if restriction is None and key is None and not (pool or project or _one(filters, "user")):
+        sums = WorkloadSums.objects.all()
+        for field, column in (("backend", "backend__name"), ("namespace", "namespace")):
+            if _one(filters, field):
+                sums = sums.filter(**{column: _one(filters, field)})
+    if pending in ("1", "true", "yes"):
+        having &= Q(pending__gt=0)
+    elif pending in ("0", "false", "no"):
+        having &= Q(pending=0)
     if pending in ("1", "true", "yes") or reason or phase in (PENDING, PARTIALLY_RUNNING):
         # Only the pods of workloads with a pending pod are grouped: a few thousand of 150,000.
         waiting = Pod.objects.filter(
@@ -478,15 +508,15 @@ def workloads_visible(*, user, filters: Mapping | None = None, key: tuple[str, s
             workload_name=OuterRef("workload_name"),
         )
         pods = pods.filter(Exists(waiting))
-    elif pending in ("0", "false", "no"):
-        having &= Q(pending=0)
     backends = dict(Backend.objects.values_list("id", "name"))
     shown = None
     if not is_system(user):  # a row names only the pools its reader may see
         names = set(visible(user, VIEW_POOL, [name for _, name, _, _ in pools]))
         pools = [pool for pool in pools if pool[1] in names]
         shown = {(backend_id, name) for _, name, backend_id, _ in pools}
-    return WorkloadRows(pods, having, pools=pools, projects=projects, backends=backends, reason=reason, shown=shown)
+    return WorkloadRows(
+        pods, having, pools=pools, projects=projects, backends=backends, reason=reason, shown=shown, sums=sums
+    )
 
 
 def workload_missing(backend: str | None, namespace: str, name: str) -> str:

@@ -37,13 +37,14 @@ from pools.inventory.records import (
     pod_record,
 )
 from pools.inventory.sources import KubernetesSource, SourceStatus, WatchEvent, WatchExpired, source_for
-from pools.models import Backend, Node, NodeMembership, Pod
+from pools.models import Backend, Node, NodeMembership, Pod, WorkloadSums
 
 from .actors import Actor
 from .bulk import RowStream, chunks, rows_table, upsert_rows
 from .leases import lease_acquire, lease_kept, lease_owner, lease_release
 from .membership import inventory_write_lock, membership_recompute, node_groups_refresh, node_pool_names
 from .node_usage import pod_contributions, usage_apply_deltas, usage_refresh
+from .workload_sums import workload_keys, workload_sums_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -492,8 +493,12 @@ class _KindWrites:
         self.rows.merge()
         if not deltas:
             usage_refresh(backend=backend)  # most of it changed (or all is new): one pass over everything
+            workload_sums_refresh(backend=backend)
         else:
             usage_apply_deltas(backend=backend, removed=before.values(), added=self.changed)
+            touched = workload_keys(before.values()) | workload_keys(self.changed)
+            if touched:
+                workload_sums_refresh(backend=backend, keys=touched)
             if touched_nodes:  # new or changed nodes may have pods already: count theirs from scratch, last
                 usage_refresh(backend=backend, node_names=touched_nodes, pool_names=set())
         return counts
@@ -604,9 +609,9 @@ def watch_events_apply(
                 node_groups_refresh(backend=backend)
             if kind == "pods" and (upserts or deletes):
                 written = [*deletes, *((r["namespace"], r["name"]) for r in upserts)]
-                usage_apply_deltas(
-                    backend=backend, removed=[before[key] for key in written if key in before], added=upserts
-                )
+                removed = [before[key] for key in written if key in before]
+                usage_apply_deltas(backend=backend, removed=removed, added=upserts)
+                workload_sums_refresh(backend=backend, keys=workload_keys(removed) | workload_keys(upserts))
         _mark_contact(backend)
     for warning in warnings[:20]:
         logger.warning("backend %s: %s", backend.name, warning)
@@ -630,7 +635,7 @@ def _statistics_refresh() -> None:
     """
     if connection.vendor != "postgresql":
         return
-    tables = ", ".join(model._meta.db_table for model in (Node, Pod, NodeMembership))
+    tables = ", ".join(model._meta.db_table for model in (Node, Pod, NodeMembership, WorkloadSums))
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {tables}")
 

@@ -18,10 +18,12 @@ from pools.models import Backend, Node, NodeGroupSums, Pod, PoolPodUsage
 from .bulk import chunks, rows_table, upsert_rows
 from .membership import GROUP_KEY
 
-# What a pod adds to its node's and pool label's usage, as ``pod_contributions`` reads it.
+# What a pod adds to its node's and pool label's usage and to its workload's sums, as ``pod_contributions`` reads it.
 POD_CONTRIBUTION_COLUMNS = (
     "namespace",
     "name",
+    "workload_kind",
+    "workload_name",
     "resource_version",
     "node_name",
     "pool_name",
@@ -34,7 +36,7 @@ POD_CONTRIBUTION_COLUMNS = (
 
 
 def pod_contributions(backend: Backend, keys: list) -> dict[tuple[str, str], dict]:
-    """The stored state of the given pods: version, node, pool label, priority and requests, by key.
+    """The stored state of the given pods: version, workload, node, pool label, priority and requests, by key.
 
     The keys are joined as a table (``rows_table``) on the unique index's columns, in one query per chunk.
     """

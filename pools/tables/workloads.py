@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from decimal import Decimal
+
 from .base import CSV, Column, Table
-from .formats import amount, dash
+from .formats import amount, count, dash, human_duration
 
 
 def workload_gpus(row) -> str:
@@ -45,6 +48,57 @@ WORKLOADS = Table(
 )
 
 
+# The names the workload page gives a verdict's figures (``engine.verdicts``); any other reads as its key.
+FIGURE_LABELS = {
+    "free": "free GPUs",
+    "largest_free": "largest free block",
+    "largest": "largest node",
+    "largest_by_product": "largest node per product",
+    "gpus": "GPUs one pod asks",
+    "fair_share": "fair share",
+    "freed": "GPUs taken back",
+    "node_selector": "nodeSelector",
+    "waiting_seconds": "waiting",
+    "scheduled_message": "PodScheduled",
+}
+# Figures that are a time in seconds, and mappings whose entries read ``key=value`` (labels) rather than ``key value``.
+DURATION_FIGURES = {"waiting_seconds"}
+LABEL_FIGURES = {"node_selector"}
+
+
+def _figure_text(value) -> str:
+    """One figure as people read it: a number with separators, a list joined, a free block as ``8 on a, b``."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float | Decimal):
+        return count(value)
+    if isinstance(value, list | tuple):
+        return ", ".join(_figure_text(item) for item in value) or "—"
+    if isinstance(value, Mapping):
+        if "gpus" in value and "nodes" in value:  # a free block: its GPUs and the nodes holding it
+            nodes = list(value["nodes"])
+            more = (value.get("node_count") or len(nodes)) - len(nodes)
+            on = ", ".join(nodes) + (f" and {more} more" if more > 0 else "")
+            return f"{count(value['gpus'])} on {on}" if on else count(value["gpus"])
+        return ", ".join(f"{key or 'GPUs'} {_figure_text(item)}" for key, item in value.items()) or "—"
+    return str(value) if value not in (None, "") else "—"
+
+
+def verdict_figures(figures: Mapping) -> list[dict]:
+    """A verdict check's figures (``engine.verdicts.Check.figures``) as ``{"label", "value"}`` texts, in their order:
+    a mapping per GPU product reads ``H100 8, A100 4``, a list is joined, seconds read as a duration."""
+    laid_out = []
+    for key, value in (figures or {}).items():
+        if key in DURATION_FIGURES:
+            text = human_duration(value)
+        elif key in LABEL_FIGURES and isinstance(value, Mapping):
+            text = ", ".join(f"{name}={label}" for name, label in value.items()) or "—"
+        else:
+            text = _figure_text(value)
+        laid_out.append({"label": FIGURE_LABELS.get(key, key.replace("_", " ")), "value": text})
+    return laid_out
+
+
 def workload_text(workload) -> str:
     """``poolctl describe workload``: a workload's figures, why it waits, its pods and its phases."""
     pods = workload["pods"]
@@ -67,7 +121,7 @@ def workload_text(workload) -> str:
     if verdict:
         lines += ["", f"Waits:           {verdict.get('reason', '')}"]
         for check in verdict.get("checks", []):
-            figures = ", ".join(f"{key}={value}" for key, value in sorted((check.get("figures") or {}).items()))
+            figures = "; ".join(f"{f['label']}: {f['value']}" for f in verdict_figures(check.get("figures")))
             lines.append(
                 f"  {check.get('reason', '')}: {check.get('message', '')}" + (f" ({figures})" if figures else "")
             )

@@ -9,9 +9,11 @@ from itertools import zip_longest
 from django import template
 from django.urls import reverse
 
+from accounts.access import allows, allows_some
 from pools import gate, selectors
 from pools.doors import page_door
 from pools.engine.doors import Door
+from pools.engine.permissions import LIST_FLEET, VIEW_POOL
 from pools.forms import document_text
 from pools.tables import cells, formats
 from pools.tables import utilization as utilization_tables
@@ -59,8 +61,15 @@ NAVIGATION = (
 )
 
 
-# Links offered only to some of those the gate lets through: My projects to members of a department or project.
-OFFERED_WHEN = {"My projects": selectors.has_units}
+def _sees_some_workload(user) -> bool:
+    """Whether ``user`` may see some workload (SEMANTICS §10): those of a pool their roles show, of the whole fleet
+    (``LIST_FLEET``), or of a project they belong to (§9.4)."""
+    return allows_some(user, VIEW_POOL) or allows(user, LIST_FLEET) or bool(selectors.projects_of(user))
+
+
+# Links offered only to some of those the gate lets through: My projects to members of a department or project,
+# Workloads to those who would find some there.
+OFFERED_WHEN = {"My projects": selectors.has_units, "Workloads": _sees_some_workload}
 
 
 def _always(user) -> bool:
@@ -133,6 +142,12 @@ def bars(counts: dict) -> list[dict]:
         {"label": label, "count": n, "width": round(100 * n / total, 1) if total else 0}
         for label, n in (counts or {}).items()
     ]
+
+
+@register.filter
+def verdict_figures(figures) -> list[dict]:
+    """A verdict check's figures laid out as ``{"label", "value"}`` texts (``tables.workloads.verdict_figures``)."""
+    return workload_tables.verdict_figures(figures)
 
 
 @register.filter

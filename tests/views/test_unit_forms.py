@@ -8,7 +8,7 @@ import re
 
 import pytest
 from kube_objects import node, pod
-from people import person, role
+from people import member, person, role
 from rest_framework.test import APIClient
 
 from pools import selectors, services
@@ -366,13 +366,22 @@ def test_the_navigation_shows_only_the_pages_one_may_use(client, people):
         "What-if",
         "History",
     ]
-    assert navigation(client, people["nobody"]) == ["Workloads", "History"]  # their projects' workloads, if any
+    assert navigation(client, people["nobody"]) == ["History"]  # no pool, no fleet, no project: no workload to see
     denied = person(
         "denied",
         role("pools-then-none", POOLS, {"effect": "Deny", "actions": ["pool:Read"], "resources": ["pool/*"]}),
         password=None,
     )
     assert "Pools" not in navigation(client, denied)
+
+
+def test_workloads_are_offered_to_those_who_would_find_some(client, people):
+    assert "Workloads" not in navigation(client, people["nobody"])
+    assert "Workloads" in navigation(client, people["rnd-admin"])  # the workloads of pool a100
+    fleet = person("fleet", role("fleet-lister", {"actions": ["resource:List"], "resources": ["*"]}), password=None)
+    assert "Workloads" in navigation(client, fleet)  # the pods of no pool too
+    member("vision", "user:nobody:viewer")
+    assert navigation(client, people["nobody"]) == ["My projects", "Workloads", "History"]  # their project's
 
 
 def test_the_console_answers_its_own_404_and_403_pages_with_debug_on(client, people, settings):
