@@ -12,9 +12,11 @@ from collections import defaultdict
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kube_objects import node, pod
+from parallel_clients import at_once
 from people import person
 
 from pools import selectors
@@ -172,3 +174,31 @@ def test_the_list_from_the_sums_is_the_list_from_the_pods(fleet, root):
         "pretrain",
         "lonely",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_watch_batches_and_a_resync_keep_the_sums(inventory_dir, cluster):
+    """Real parallel clients on PostgreSQL: two watchers move pods of the same workloads while a resync rewrites
+    the backend; the kept sums end as the pods grouped by hand."""
+    if connection.vendor != "postgresql":
+        pytest.skip("races need PostgreSQL (SQLite serialises every write); CI's PostgreSQL pass runs this")
+    fleet = cluster([*NODES, *(gang_pod(f"s{i}", f"g{i % 4}", node="n1", gpu=1) for i in range(40))])
+
+    def watching(prefix: str):
+        def batches():
+            for round_ in range(12):
+                batch = [
+                    event(gang_pod(f"{prefix}{i}", f"g{(round_ + i) % 4}", node="n2" if i % 2 else None, gpu=1))
+                    for i in range(5)
+                ]
+                watch_events_apply(backend=fleet, events=batch)
+
+        return batches
+
+    def resyncing():
+        for _ in range(2):
+            cluster([*NODES, *(gang_pod(f"s{i}", f"g{i % 3}", node="n1", gpu=2) for i in range(40))])
+
+    errors = at_once(watching("a"), watching("b"), resyncing)
+    assert not errors, errors
+    assert kept(fleet) == grouped_in_python(fleet)

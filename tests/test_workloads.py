@@ -349,6 +349,13 @@ def test_a_workload_of_a_pool_one_may_not_see_does_not_exist_for_them(db, estate
     # who may list the fleet sees the workloads of no pool too, never those of a pool hidden from them
     seen = {row["name"] for row in selectors.workloads_visible(user=estate["fred"])}
     assert seen == {"pretrain", "sweep", "web", "stray"}
+    # the kept sums of every workload order the list of a whole-fleet reader only; the others' own pods are grouped
+    for user in (tess, nora, estate["fred"]):
+        for filters in ({}, {"pending": "1"}):
+            assert selectors.workloads_visible(user=user, filters=filters)._sums is None
+    assert selectors.workloads_visible(user=estate["root"], filters={"pending": "1"})._sums is not None
+    pending = {row["name"] for row in selectors.workloads_visible(user=tess, filters={"pending": "1"})}
+    assert pending == {"pretrain"}  # not robots/lonely, pending in a pool hidden from tess
 
 
 def test_a_project_member_sees_the_projects_workloads(db, estate, monkeypatch):

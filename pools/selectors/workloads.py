@@ -161,38 +161,35 @@ _GPU = DecimalField(max_digits=20, decimal_places=3)
 
 
 _ORDER = ("-held", "-gpus", "backend_id", "namespace", "workload_name", "workload_kind")  # as WORKLOAD_ORDER
-_SUMS = ("gpus", "held", "running", "pending", "failed")  # what orders and filters, in WorkloadSums too
+_SUMS = ("gpus", "held", "pods", "running", "pending", "failed")  # the figures of ``workload_sums``
+
+
+def workload_sums(pods):
+    """The sums of each workload of ``pods``, as ``WorkloadSums`` keeps them: its key, GPUs, GPUs held by its live
+    pods bound to a node, and its pods, running, pending and failed. What orders and filters the list; the sync
+    stores it (``services.workload_sums_refresh``), the list groups it itself for a reader of part of the fleet."""
+    live = ~Q(phase__in=TERMINATED)
+    return pods.values(*_GROUP).annotate(
+        gpus=Sum("gpu", output_field=_GPU),
+        held=Sum(Case(When(~Q(node_name="") & live, then=F("gpu")), default=Value(ZERO)), output_field=_GPU),
+        pods=Count("id"),
+        running=Count("id", filter=Q(phase="Running")),
+        pending=Count("id", filter=Q(phase="Pending")),
+        failed=Count("id", filter=Q(phase="Failed")),
+    )
 
 
 def _ordered(pods):
     """The workloads of ``pods`` in their order, with only what orders and filters them: the cheap first pass."""
-    live = ~Q(phase__in=TERMINATED)
-    return (
-        pods.values(*_GROUP)
-        .annotate(
-            gpus=Sum("gpu", output_field=_GPU),
-            held=Sum(Case(When(~Q(node_name="") & live, then=F("gpu")), default=Value(ZERO)), output_field=_GPU),
-            running=Count("id", filter=Q(phase="Running")),
-            pending=Count("id", filter=Q(phase="Pending")),
-            failed=Count("id", filter=Q(phase="Failed")),
-        )
-        .order_by(*_ORDER)
-    )
+    return workload_sums(pods).order_by(*_ORDER)
 
 
 def _grouped(pods):
     """Every figure of the workloads of ``pods``, in their order."""
-    live = ~Q(phase__in=TERMINATED)
     return (
-        pods.values(*_GROUP)
+        workload_sums(pods)
         .annotate(
-            gpus=Sum("gpu", output_field=_GPU),
-            held=Sum(Case(When(~Q(node_name="") & live, then=F("gpu")), default=Value(ZERO)), output_field=_GPU),
-            pod_count=Count("id"),
-            running=Count("id", filter=Q(phase="Running")),
-            pending=Count("id", filter=Q(phase="Pending")),
             done=Count("id", filter=Q(phase__in=TERMINATED)),
-            failed=Count("id", filter=Q(phase="Failed")),
             preemptible_pods=Count("id", filter=Q(preemptible=True)),
             sliced=Count("id", filter=~Q(mig_devices={})),
             created_at=Min("created"),
@@ -315,7 +312,7 @@ class WorkloadRows(Sequence):
                 return []
             found = {
                 tuple(group[field] for field in _GROUP): group
-                for group in _grouped(self._pods.filter(_key_condition(keys)))
+                for group in _grouped(self._pods.filter(workload_key_condition(keys)))
             }
             return self._rows([found[key] for key in keys if key in found])
         rows = self[index : index + 1] if index >= 0 else self._everything()[index : index + 1 or None]
@@ -360,7 +357,7 @@ class WorkloadRows(Sequence):
                     "pools": _pools_of(group, backend_id, label_pools, node_pools.get(key, ()), self._shown),
                     "user": group["submitter"] or namespace,
                     "priority_class": group["priority"] or "",
-                    "preemptible": group["preemptible_pods"] == group["pod_count"],
+                    "preemptible": group["preemptible_pods"] == group["pods"],
                     "gpus": _figure(group["gpus"]),
                     "gpus_held": _figure(group["held"]),
                     "mig": slices.get(key, {}),
@@ -368,7 +365,7 @@ class WorkloadRows(Sequence):
                         "running": group["running"],
                         "pending": group["pending"],
                         "done": group["done"],
-                        "total": group["pod_count"],
+                        "total": group["pods"],
                     },
                     "phase": workload_phase(
                         group["running"], group["pending"], group["done"] - group["failed"], group["failed"]
@@ -402,10 +399,10 @@ def _pools_of(group: dict, backend_id: int, label_pools: dict, on_nodes, shown: 
     return sorted(on_nodes)
 
 
-def _key_condition(keys) -> Q:
-    """The pods of the workloads ``keys`` and maybe of a few more (one ``IN`` list per column of the key, which
-    the index ``pod_workload`` serves): callers pick their rows by key. A hundred keys as a hundred ORed
-    conditions cost the ORM more than the query."""
+def workload_key_condition(keys) -> Q:
+    """The pods (or sums) of the workloads ``keys`` (backend id, namespace, kind, name) and maybe of a few more: one
+    ``IN`` list per column of the key, which the index ``pod_workload`` serves; callers pick their rows by key. A
+    hundred keys as a hundred ORed conditions cost the ORM more than the query."""
     keys = list(keys)
     if not keys:
         return Q(pk__in=[])
@@ -420,7 +417,7 @@ def _pods_details(unplaced_keys, sliced_keys, pools) -> tuple[dict, dict]:
     if unplaced_keys:
         names = {pool_id: name for pool_id, name, _, _ in pools}
         placed = set(
-            Pod.objects.filter(_key_condition(unplaced_keys))
+            Pod.objects.filter(workload_key_condition(unplaced_keys))
             .exclude(node_name="")
             .values_list(*_GROUP, "node_name")
             .distinct()
@@ -438,7 +435,9 @@ def _pods_details(unplaced_keys, sliced_keys, pools) -> tuple[dict, dict]:
     slices: dict[tuple, dict[str, int]] = {}
     if sliced_keys:
         for *key, devices in (
-            Pod.objects.filter(_key_condition(sliced_keys)).exclude(mig_devices={}).values_list(*_GROUP, "mig_devices")
+            Pod.objects.filter(workload_key_condition(sliced_keys))
+            .exclude(mig_devices={})
+            .values_list(*_GROUP, "mig_devices")
         ):
             profiles = slices.setdefault(tuple(key), {})
             for profile, count in (devices or {}).items():
@@ -559,9 +558,10 @@ def workload_get(*, user, backend: str | None, namespace: str, name: str, detail
         if backend_id in found:
             continue
         filters = {"backend": backends[backend_id], "namespace": namespace}
-        seen = list(workloads_visible(user=user, filters=filters, key=(kind, name)))
-        if seen:
-            found[backend_id] = (seen[0], kind)
+        # the first row, not list(): that would ask the rows' length first, a grouping of its own
+        seen = next(iter(workloads_visible(user=user, filters=filters, key=(kind, name))), None)
+        if seen is not None:
+            found[backend_id] = (seen, kind)
     if not found:
         raise missing
     if len(found) > 1:
