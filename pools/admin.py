@@ -38,6 +38,7 @@ from .models import (
     ResourceValidation,
     UsageSample,
     UtilizationSample,
+    WorkloadSums,
 )
 
 
@@ -299,6 +300,13 @@ class PoolPodUsageAdmin(ReadOnlyAdmin):
 class NodeGroupSumsAdmin(ReadOnlyAdmin):
     list_display = ["placements", "backend", "available", "unschedulable", "gpu_product", "nodes", "gpu", "free"]
     list_filter = ["backend", "available", "unschedulable"]
+
+
+@admin.register(WorkloadSums)
+class WorkloadSumsAdmin(ReadOnlyAdmin):
+    list_display = ["workload_name", "workload_kind", "namespace", "backend", "gpus", "held", "pods", "pending"]
+    list_filter = ["backend", "workload_kind"]
+    search_fields = ["workload_name", "namespace"]
 
 
 @admin.register(Lease)

@@ -9,6 +9,7 @@ may not see answers as one that does not exist.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -132,7 +133,9 @@ def estate(django_db_setup, django_db_blocker, tmp_path_factory):
                 {"actions": ["resource:List", "pool:Read"], "resources": ["*"]},
                 {"effect": "Deny", "actions": ["*"], "resources": ["pool/robotics*"]},
             )
+            role("user-manager", {"actions": ["user:Read", "user:Update"], "resources": ["user/*"]})
             people = {
+                "uma": person("uma", "user-manager"),
                 "fred": person("fred", "fleet-but-robotics"),
                 "nora": person("nora"),
                 "tess": person("tess", "osmo-team-a"),
@@ -356,6 +359,30 @@ def test_a_workload_of_a_pool_one_may_not_see_does_not_exist_for_them(db, estate
     assert selectors.workloads_visible(user=estate["root"], filters={"pending": "1"})._sums is not None
     pending = {row["name"] for row in selectors.workloads_visible(user=tess, filters={"pending": "1"})}
     assert pending == {"pretrain"}  # not robots/lonely, pending in a pool hidden from tess
+
+
+def test_a_user_manager_sees_no_workload_through_any_door(db, estate):
+    """Managing people grants nothing on pools or projects: every door answers a user manager as if no workload
+    existed, the pending ones and their verdicts included."""
+    uma = estate["uma"]
+    assert not list(selectors.workloads_visible(user=uma))
+    assert not list(selectors.workloads_visible(user=uma, filters={"pending": "1"}))
+    client = api_client(uma)
+    assert client.get("/api/workloads/").json()["results"] == []
+    assert client.get("/api/workloads/", {"pending": "1"}).json()["results"] == []
+    for name in ("pretrain", "etl", "none"):
+        namespace = "robots" if name == "etl" else "research"
+        assert client.get(f"/api/workloads/test-cluster/{namespace}/{name}/").status_code == 404
+        assert signed_in(uma).get(f"/workloads/test-cluster/{namespace}/{name}/").status_code == 404
+    page = signed_in(uma).get("/workloads/", {"format": "csv"}).content.decode()
+    assert "pretrain" not in page and "etl" not in page
+    listed = run_poolctl("--as", "uma", "get", "workloads", "--json")
+    assert listed.code == 0 and json.loads(listed.out) == {"workloads": []}
+    hidden = run_poolctl("--as", "uma", "describe", "workload", "research/pretrain")
+    missing = run_poolctl("--as", "uma", "describe", "workload", "research/none")
+    assert hidden.code == missing.code != 0
+    assert hidden.err.replace("pretrain", "X") == missing.err.replace("none", "X")
+    assert b'href="/workloads/"' not in signed_in(uma).get("/").content
 
 
 def test_a_project_member_sees_the_projects_workloads(db, estate, monkeypatch):
