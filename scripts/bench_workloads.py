@@ -117,6 +117,7 @@ def main() -> None:
 
     if not args.verdicts:
         workloads.pending_verdicts = lambda *, backend_ids=None: {}
+        workloads.workload_pending_verdict = lambda key: None
     started = time.perf_counter()
     if not (args.keep and Pod.objects.exists()):
         build(inventory, args.nodes, args.pods, args.pools)

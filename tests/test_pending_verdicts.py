@@ -14,7 +14,12 @@ from pools import services
 from pools.choices import ConfigType
 from pools.engine.permissions import METRICS_ROLE
 from pools.models import Backend, Pod, Pool
-from pools.selectors.verdicts import pending_verdicts, pool_waiting_summary, request_verdict
+from pools.selectors.verdicts import (
+    pending_verdicts,
+    pool_waiting_summary,
+    request_verdict,
+    workload_pending_verdict,
+)
 
 
 @pytest.fixture
@@ -96,6 +101,18 @@ def test_the_verdicts_take_a_fixed_number_of_queries(lab, cluster, django_assert
     )
     with django_assert_max_num_queries(12):
         assert len(pending_verdicts()) == len(small) + 40
+
+
+def test_one_workloads_verdict_reads_only_its_pool_and_equals_the_backends(lab, cluster, django_assert_max_num_queries):
+    cluster([node("o1", gpu=8), pod("other-wait", gpu=4, namespace="vision", pool="p", phase="Pending")], name="other")
+    found = pending_verdicts()
+    assert len(found) == 6
+    for key, verdict in found.items():
+        with django_assert_max_num_queries(12):
+            assert workload_pending_verdict(key) == verdict, key
+    running = Pod.objects.get(name="vision-serve")
+    assert workload_pending_verdict((lab.pk, "vision", running.workload_kind, running.workload_name)) is None
+    assert workload_pending_verdict((lab.pk, "vision", "Pod", "none")) is None
 
 
 def test_an_offline_backend_and_a_pool_in_maintenance_come_first(lab, actor):

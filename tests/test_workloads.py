@@ -151,7 +151,8 @@ FIGURES = {"free": 3, "largest_free": {"H100": {"gpus": 2, "nodes": ["n1"], "nod
 
 @pytest.fixture
 def verdicts(monkeypatch):
-    """The verdicts of the pending workloads, as ``selectors.verdicts.pending_verdicts`` gives them."""
+    """The verdicts of the pending workloads, as ``selectors.verdicts.pending_verdicts`` (the list) and
+    ``workload_pending_verdict`` (a workload's page) give them."""
     import pools.selectors.workloads as workloads
 
     def pending_verdicts(*, backend_ids=None):
@@ -169,6 +170,7 @@ def verdicts(monkeypatch):
         return found
 
     monkeypatch.setattr(workloads, "pending_verdicts", pending_verdicts)
+    monkeypatch.setattr(workloads, "workload_pending_verdict", lambda key: pending_verdicts().get(key))
 
 
 def _keyed(rows) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
+from functools import cached_property
 
 from django.db.models import Count, Max, Min, Q, Sum
 from django.db.models.fields.json import KT
@@ -49,13 +50,25 @@ def _unlimited_or(value) -> Decimal:
 class _Live:
     """The state the verdicts of the pools of ``backend_ids`` (None: every backend) read, in a few queries."""
 
-    def __init__(self, backend_ids=None, *, now=None, quota_rows: list[dict] | None = None, pool: Pool | None = None):
+    def __init__(
+        self,
+        backend_ids=None,
+        *,
+        now=None,
+        quota_rows: list[dict] | None = None,
+        pool: Pool | None = None,
+        key: WorkloadKey | None = None,
+    ):
         self.now = now or timezone.now()
         # One pool (its page, the what-if): only its state is read, and only its workloads are judged.
         self.only = pool
+        # One workload (its page): only its pods are read as pending, then only its pool's state (``narrow``).
+        self.key = key
+        if key is not None:
+            backend_ids = [key[0]]
         if pool is not None:
             backend_ids = [pool.backend_id]
-            quota_rows = quota_report(user=SYSTEM, pool=pool.name)["quotas"] if quota_rows is None else quota_rows
+        self.quota_rows = quota_rows
         self.backend_ids = None if backend_ids is None else list(backend_ids)
         if pool is not None:
             self.pools = {pool.pk: pool}
@@ -76,9 +89,28 @@ class _Live:
             self.projects.add(name)
             for namespace in namespaces or ():
                 self.owner[namespace] = name
-        self.nodes = self._nodes()
-        self.running = self._running()
-        self.units = self._units(quota_report(user=SYSTEM)["quotas"] if quota_rows is None else quota_rows)
+
+    def narrow(self, pool_id: int) -> None:
+        """Read the state of this one pool only (the pool of the workload judged): call before any state is read."""
+        assert "nodes" not in self.__dict__, "narrow before the state is read"
+        self.only = self.pools[pool_id]
+        self.pools = {pool_id: self.only}
+
+    @cached_property
+    def nodes(self) -> dict[int, list[engine.NodeState]]:
+        return self._nodes()
+
+    @cached_property
+    def running(self) -> dict[int, list[engine.RunningJob]]:
+        self.nodes  # noqa: B018 -- the running jobs are placed on the pools of their nodes, read with the nodes
+        return self._running()
+
+    @cached_property
+    def units(self) -> dict[int, list[engine.UnitState]]:
+        rows = self.quota_rows
+        if rows is None:
+            rows = quota_report(user=SYSTEM, pool=self.only.name if self.only is not None else None)["quotas"]
+        return self._units(rows)
 
     def project_of(self, namespace: str, queue: str | None) -> str | None:
         """A pod's project as ``quota_report`` counts it: its ``runai/queue`` label, else its namespace's owner."""
@@ -183,10 +215,12 @@ class _Live:
 
     def pending(self) -> tuple[dict[int, list[engine.PendingWorkload]], list[engine.PendingWorkload]]:
         """The pending workloads by pool, and those of no pool. One query, grouped by workload and pod size."""
+        pods = self._pods().filter(node_name="")
+        if self.key is not None:
+            _, namespace, kind, name = self.key
+            pods = pods.filter(namespace=namespace, workload_kind=kind, workload_name=name)
         rows = (
-            self._pods()
-            .filter(node_name="")
-            .exclude(phase__in=TERMINATED)
+            pods.exclude(phase__in=TERMINATED)
             .values("backend_id", "namespace", "workload_kind", "workload_name", "pool_name", "node_selector", "gpu")
             .annotate(
                 queue=KT(f"labels__{QUEUE_LABEL}"),
@@ -276,6 +310,22 @@ def pending_verdicts(*, backend_ids=None) -> dict[WorkloadKey, dict]:
     """
     found, _ = _judge(_Live(backend_ids))
     return {key: verdict.as_dict() for key, verdict in found.items()}
+
+
+def workload_pending_verdict(key: WorkloadKey) -> dict | None:
+    """Why one workload waits (``pending_verdicts``' value for ``key``), None when it has no pending pod.
+
+    A workload's verdict reads only its pool's state (verdicts are judged one workload at a time), so its page does
+    not pay for judging every workload of the backend: the workload's pending pods are read first, then its pool's
+    nodes, running workloads and units. Restricted by the caller.
+    """
+    live = _Live(key=key)
+    by_pool, unpooled = live.pending()
+    for pool_id, workloads in by_pool.items():
+        if workloads:
+            live.narrow(pool_id)
+            return engine.workload_verdict(live.pool_state(pool_id), workloads[0]).as_dict()
+    return engine.unpooled_verdict(unpooled[0]).as_dict() if unpooled else None
 
 
 def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tuple[str, str], int]:

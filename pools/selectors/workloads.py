@@ -69,11 +69,14 @@ except ImportError:  # pragma: no cover - until project members exist
 
 
 try:  # why a pending workload waits (SEMANTICS §10)
-    from .verdicts import pending_verdicts
+    from .verdicts import pending_verdicts, workload_pending_verdict
 except ImportError:  # pragma: no cover - until verdicts exist
 
     def pending_verdicts(*, backend_ids=None) -> dict:
         return {}
+
+    def workload_pending_verdict(key) -> dict | None:
+        return None
 
 
 TERMINATED = ("Succeeded", "Failed")
@@ -593,7 +596,7 @@ def _detail(row: dict, backend_id: int, kind: str) -> dict:
     )
     verdict = None
     if row["pods"]["pending"]:
-        verdict = pending_verdicts(backend_ids=[backend_id]).get((backend_id, row["namespace"], kind, row["name"]))
+        verdict = workload_pending_verdict((backend_id, row["namespace"], kind, row["name"]))
     return {
         **row,
         "pod_list": [
