@@ -92,14 +92,14 @@ def test_each_pending_workload_of_the_lab_gets_its_reason(lab):
 
 
 def test_the_verdicts_take_a_fixed_number_of_queries(lab, cluster, django_assert_max_num_queries):
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(14):
         small = pending_verdicts()
     cluster(
         [node(f"m{n}", gpu=8) for n in range(20)]
         + [pod(f"w{n}", gpu=4, namespace="vision", pool="p", phase="Pending") for n in range(40)],
         name="more",
     )
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(14):
         assert len(pending_verdicts()) == len(small) + 40
 
 
@@ -108,11 +108,53 @@ def test_one_workloads_verdict_reads_only_its_pool_and_equals_the_backends(lab, 
     found = pending_verdicts()
     assert len(found) == 6
     for key, verdict in found.items():
-        with django_assert_max_num_queries(12):
+        with django_assert_max_num_queries(14):
             assert workload_pending_verdict(key) == verdict, key
     running = Pod.objects.get(name="vision-serve")
     assert workload_pending_verdict((lab.pk, "vision", running.workload_kind, running.workload_name)) is None
     assert workload_pending_verdict((lab.pk, "vision", "Pod", "none")) is None
+
+
+def _rule(operator, left, right, message):
+    return {"operator": operator, "left_operand": left, "right_operand": right, "assert_message": message}
+
+
+def test_a_validation_rule_that_refuses_a_synced_pod_makes_it_never_fit(lab, actor):
+    """The pool's rules judge a pending pod by what it asks, on nodes as if empty; a rule reading what the pod does
+    not say (a submission variable, what a node has free now) cannot say it never fits, and is left out."""
+    rules = [
+        _rule("LE", "{{USER_GPU}}", "{{K8_FREE_GPU}}", "no GPUs free now"),
+        _rule("LE", "{{USER_EXEC_TIMEOUT}}", "10", "too long"),
+        _rule("LE", "{{USER_GPU}}", "{{K8_GPU}}", "Requested {{USER_GPU}} GPUs but the node has only {{K8_GPU}}"),
+    ]
+    services.config_apply(
+        changes={
+            ConfigType.RESOURCE_VALIDATION: {"lab-rules": rules},
+            ConfigType.POOL: {"p": {"backend": "lab", "common_resource_validations": ["lab-rules"]}},
+        },
+        actor=actor,
+    )
+    by_name = {name: verdict for (_, _, _, name), verdict in pending_verdicts(backend_ids=[lab.pk]).items()}
+    huge = by_name["vision-huge"]
+    assert huge["reason"] == "never_fits"
+    assert huge["checks"][0]["message"] == "Requested 16 GPUs but the node has only 8"
+    assert by_name["vision-small"]["reason"] == "scheduling"  # the free-GPU and timeout rules are not judged
+    assert by_name["vision-train"]["reason"] == "reclaim" and by_name["nlp-more"]["reason"] == "project_limit"
+
+    cap = _rule("LE", "{{USER_GPU}}", "1", "At most 1 GPU a pod (requested {{USER_GPU}})")
+    services.config_apply(changes={ConfigType.RESOURCE_VALIDATION: {"lab-rules": [*rules, cap]}}, actor=actor)
+    found = pending_verdicts(backend_ids=[lab.pk])
+    by_name = {name: verdict for (_, _, _, name), verdict in found.items()}
+    assert by_name["vision-small"]["checks"][0]["message"] == "At most 1 GPU a pod (requested 2)"
+    assert {name for name, verdict in by_name.items() if verdict["reason"] == "never_fits"} == {
+        "vision-huge",
+        "vision-small",
+        "vision-train",
+        "nlp-more",
+    }
+    assert by_name["stray"]["reason"] == "scheduling"  # no pool, no pool's rules
+    for key, verdict in found.items():  # a workload's own page says the same
+        assert workload_pending_verdict(key) == verdict
 
 
 def test_an_offline_backend_and_a_pool_in_maintenance_come_first(lab, actor):

@@ -395,6 +395,63 @@ def _amount(value: Decimal, word: str, *, unit: bool = True) -> str:
     return f"{number} {word}" if unit else number
 
 
+# What a running pod says of itself, and so what a rule may read to judge a synced pod: its requests and the node's
+# allocatable amounts (SEMANTICS §10 ``never_fits``: "even if empty", so never what is free now).
+POD_VARIABLES = frozenset({"USER_GPU", "USER_CPU", "USER_MEMORY", "USER_STORAGE"})
+_TOTALS = frozenset({"K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE", "K8_GPU_PRODUCT"})
+_VARIABLE_NAME = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+
+
+def rule_judges_pods(rule: Rule) -> bool:
+    """True when ``rule`` reads only what a synced pod says (``POD_VARIABLES``) and a node's allocatable amounts.
+
+    A rule that reads another submission variable (a timeout, a priority the template fills) or what is free on a
+    node now cannot say that a pod never fits, so it is left out of that judgement.
+    """
+    text = " ".join((rule.left_operand, rule.right_operand, rule.assert_message))
+    return set(_VARIABLE_NAME.findall(text)) <= POD_VARIABLES | _TOTALS
+
+
+def pod_variables(*, gpu: Decimal, cpu: Decimal, memory: Decimal, storage: Decimal) -> dict:
+    """The ``USER_*`` variables of a pod's requests, as a submission would give them (memory and storage as
+    quantities such as ``16Gi``)."""
+    return {
+        "USER_GPU": _plain(_number(gpu)),
+        "USER_CPU": _plain(_number(cpu)),
+        "USER_MEMORY": format_quantity(_number(memory)),
+        "USER_STORAGE": format_quantity(_number(storage)),
+    }
+
+
+def refusal_on_empty_nodes(rules: Sequence[Rule], variables: Mapping, nodes: Sequence[NodeResources]) -> str:
+    """Why ``rules`` refuse a request on every one of ``nodes`` were they empty, or "" when some node would take it.
+
+    ``nodes`` are a platform's available nodes (their allocatable amounts: nothing is read of what is free). The
+    message is the first refusing rule's: a static rule's, else the first node's first failing per-node rule.
+    No node at all is no refusal: the rules did not refuse, there was nothing to judge on.
+    """
+    if not nodes:
+        return ""
+    empty = [
+        dataclasses.replace(
+            node,
+            free_cpu=node.cpu,
+            free_gpu=node.gpu,
+            free_memory=node.memory,
+            free_storage=node.storage,
+            available=True,
+        )
+        for node in nodes
+    ]
+    verdict = check_request(rules, variables, empty)
+    if verdict.passed:
+        return ""
+    for error in verdict.errors:
+        if not error.startswith("no node in "):
+            return error
+    return next((node.errors[0] for node in verdict.nodes if node.errors), verdict.errors[0])
+
+
 def check_request(
     rules: Sequence[Rule], variables: Mapping, nodes: Sequence[NodeResources], *, platform: str = ""
 ) -> Verdict:

@@ -272,7 +272,9 @@ DEMO_WORKLOADS: dict[str, Load] = {
     # robotics-inference a canary pinned to t4-i-001 may take back the GPUs of a preemptible backfill holding that
     # node (reclaim), and a replica pinned to t4-i-002 waits behind a non-preemptible one filling it (no_capacity);
     # a CPU-only warm-up fits at once (scheduling). On robotics-simulation sim's 32-GPU gang asks more than
-    # product's limit there (department_limit).
+    # product's limit there (department_limit). Each waiting pod keeps to its pool's validation rules (at most 2 GPUs
+    # a pod on robotics-inference, 4 on robotics-simulation), or it would never fit (never_fits) before any other
+    # reason.
     "inference-cluster-01": Load(
         {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 1},
         (
@@ -280,7 +282,7 @@ DEMO_WORKLOADS: dict[str, Load] = {
             Standing(
                 "infer",
                 "triton-canary",
-                4,
+                2,
                 "robotics-inference",
                 "t4-i-001",
                 "omar",
@@ -291,7 +293,7 @@ DEMO_WORKLOADS: dict[str, Load] = {
             Standing(
                 "infer",
                 "triton-b",
-                4,
+                2,
                 "robotics-inference",
                 "t4-i-002",
                 "omar",
@@ -314,9 +316,9 @@ DEMO_WORKLOADS: dict[str, Load] = {
         {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 1},
         tuple(
             Standing(
-                "sim", f"sdg-render-{n}", 8, "robotics-simulation", "l40s-s-001", "farah", True, group="sdg-render"
+                "sim", f"sdg-render-{n}", 4, "robotics-simulation", "l40s-s-001", "farah", True, group="sdg-render"
             )
-            for n in range(1, 5)
+            for n in range(1, 9)
         ),
     ),
 }
@@ -324,7 +326,7 @@ DEMO_WORKLOADS: dict[str, Load] = {
 
 def _standing_pod(standing: Standing, node: dict) -> dict:
     """The Pod template of a standing workload (the fleet names each run's pod after it)."""
-    millis, memory = 8000 * standing.gpus, 64 * 1024**3 * standing.gpus
+    millis, memory = 8000 * standing.gpus, 32 * 1024**3 * standing.gpus
     containers, init = job_containers(GPU, standing.gpus, millis, memory)[1]
     product = node["metadata"]["labels"].get(PRODUCT_LABEL, "")
     spec: dict = {

@@ -21,9 +21,11 @@ from django.utils import timezone
 from accounts.access import SYSTEM
 
 from ..choices import BackendStatus
+from ..engine import validation
 from ..engine import verdicts as engine
 from ..engine.workloads import POD_GROUP
-from ..models import Node, Pod, Pool, Project, backend_status
+from ..models import Node, NodeMembership, Platform, Pod, Pool, Project, ResourceValidation, backend_status
+from .pools import DEFAULT_PLATFORM
 from .quotas import QUEUE_LABEL, _selected_pool, quota_report
 
 TERMINATED = ("Succeeded", "Failed")
@@ -89,6 +91,7 @@ class _Live:
             self.projects.add(name)
             for namespace in namespaces or ():
                 self.owner[namespace] = name
+        self._refusals: dict[tuple, str] = {}
 
     def narrow(self, pool_id: int) -> None:
         """Read the state of this one pool only (the pool of the workload judged): call before any state is read."""
@@ -221,7 +224,18 @@ class _Live:
             pods = pods.filter(namespace=namespace, workload_kind=kind, workload_name=name)
         rows = (
             pods.exclude(phase__in=TERMINATED)
-            .values("backend_id", "namespace", "workload_kind", "workload_name", "pool_name", "node_selector", "gpu")
+            .values(
+                "backend_id",
+                "namespace",
+                "workload_kind",
+                "workload_name",
+                "pool_name",
+                "node_selector",
+                "gpu",
+                "cpu",
+                "memory",
+                "storage",
+            )
             .annotate(
                 queue=KT(f"labels__{QUEUE_LABEL}"),
                 pods=Count("id"),
@@ -235,9 +249,11 @@ class _Live:
         for row in rows:
             key = (row["backend_id"], row["namespace"], row["workload_kind"], row["workload_name"])
             workload = found.setdefault(
-                key, {"pods": [], "firm": 0, "since": None, "message": "", "pool": None, "project": None}
+                key,
+                {"pods": [], "shapes": set(), "firm": 0, "since": None, "message": "", "pool": None, "project": None},
             )
             workload["pods"] += [_decimal(row["gpu"])] * row["pods"]
+            workload["shapes"].add((_decimal(row["gpu"]), _decimal(row["cpu"]), row["memory"], row["storage"]))
             workload["firm"] += row["firm"]
             workload["message"] = max(workload["message"], row["message"] or "")
             if row["since"] and (workload["since"] is None or row["since"] < workload["since"]):
@@ -259,12 +275,97 @@ class _Live:
                 node_selector=workload["selector"] if isinstance(workload["selector"], Mapping) else {},
                 waiting_seconds=waiting,
                 scheduled_message=workload["message"],
+                refused=self.refusal(workload["pool"], workload["shapes"]) if workload["pool"] is not None else "",
             )
             if workload["pool"] is not None:
                 by_pool[workload["pool"]].append(pending)
             elif self.only is None:
                 unpooled.append(pending)
         return by_pool, unpooled
+
+    def refusal(self, pool_id: int, shapes) -> str:
+        """The message of the validation rule that refuses one of ``shapes`` (a pending pod's GPUs, CPUs, memory and
+        storage) on every platform of the pool, even on empty nodes; "" when none does (SEMANTICS §10 ``never_fits``).
+        Each distinct pod shape is judged once per pool."""
+        platforms = self.rule_platforms.get(pool_id)
+        if not platforms:
+            return ""
+        for shape in sorted(shapes):
+            known = self._refusals.get((pool_id, shape))
+            if known is None:
+                gpu, cpu, memory, storage = shape
+                variables = validation.pod_variables(gpu=gpu, cpu=cpu, memory=memory, storage=storage)
+                messages = [validation.refusal_on_empty_nodes(rules, variables, nodes) for rules, nodes in platforms]
+                known = self._refusals[pool_id, shape] = messages[0] if all(messages) else ""
+            if known:
+                return known
+        return ""
+
+    @cached_property
+    def rule_platforms(self) -> dict[int, list[tuple[list, list]]]:
+        """Per pool with rules a synced pod can be judged by (``validation.rule_judges_pods``), its platforms' rules
+        and their available nodes, one node per distinct allocatable shape. A pool with a platform that has no such
+        rule is left out: that platform takes any pod. Three queries."""
+        sets = {
+            name: [rule for rule in validation.parse_rules(rules, source=name) if validation.rule_judges_pods(rule)]
+            for name, rules in ResourceValidation.objects.values_list("name", "rules")
+        }
+        if not any(sets.values()):
+            return {}
+        platforms: dict[int, dict[str, list[str]]] = {pool_id: {} for pool_id in self.pools}
+        for pool_id, name, names in Platform.objects.filter(pool_id__in=list(self.pools)).values_list(
+            "pool_id", "name", "resource_validations"
+        ):
+            platforms[pool_id][name] = list(names or ())
+        ruled: dict[tuple[int, str], list] = {}
+        for pool_id, pool in self.pools.items():
+            mine = {}
+            for name, own in (platforms[pool_id] or {DEFAULT_PLATFORM: []}).items():
+                rules = [
+                    rule for set_name in [*pool.common_resource_validations, *own] for rule in sets.get(set_name, ())
+                ]
+                if not rules:  # a platform without such rules takes any pod: the pool refuses none
+                    mine = {}
+                    break
+                mine[pool_id, name] = rules
+            ruled.update(mine)
+        if not ruled:
+            return {}
+        shapes: dict[tuple[int, str], dict[tuple, validation.NodeResources]] = {key: {} for key in ruled}
+        rows = (
+            NodeMembership.objects.filter(pool_id__in={pool_id for pool_id, _ in ruled}, node__available=True)
+            .values_list(
+                "pool_id",
+                "platform_name",
+                "node__name",
+                "node__cpu",
+                "node__gpu",
+                "node__memory",
+                "node__storage",
+                "node__gpu_product",
+            )
+            .order_by("node__name")
+        )
+        for pool_id, platform, name, cpu, gpu, memory, storage, product in rows:
+            found = shapes.get((pool_id, platform))
+            shape = (cpu, gpu, memory, storage, product)
+            if found is not None and shape not in found:
+                found[shape] = validation.NodeResources(
+                    name,
+                    cpu,
+                    gpu,
+                    Decimal(memory),
+                    Decimal(storage),
+                    cpu,
+                    gpu,
+                    Decimal(memory),
+                    Decimal(storage),
+                    product,
+                )
+        judged: dict[int, list[tuple[list, list]]] = {}
+        for (pool_id, platform), rules in ruled.items():
+            judged.setdefault(pool_id, []).append((rules, list(shapes[pool_id, platform].values())))
+        return judged
 
     def pool_of(self, backend_id: int, pool_name: str, node_selector) -> int | None:
         """A pending pod's pool as ``quota_report`` finds it: its pool label, else the label pool its

@@ -16,8 +16,11 @@ from pools.engine.validation import (
     evaluate_rule,
     node_variables,
     parse_rules,
+    pod_variables,
+    refusal_on_empty_nodes,
     requested_amounts,
     rule_is_per_node,
+    rule_judges_pods,
     start_on_node,
 )
 from pools.engine.variables import render_pod_template, resolve_variables
@@ -462,3 +465,26 @@ def _timed(function) -> float:
     start = time.perf_counter()
     function()
     return time.perf_counter() - start
+
+
+# --- judging a synced pod (SEMANTICS §10 never_fits) ------------------------------------------------------------------
+
+
+def test_only_rules_reading_a_pods_requests_and_node_totals_judge_a_synced_pod():
+    assert rule_judges_pods(rule("LE", "{{USER_GPU}}", "{{K8_GPU}}", "only {{K8_GPU}}"))
+    assert rule_judges_pods(rule("LE", "{{USER_MEMORY}}", "{{K8_MEMORY}} * 0.9"))
+    assert not rule_judges_pods(rule("LE", "{{USER_GPU}}", "{{K8_FREE_GPU}}"))  # what is free now
+    assert not rule_judges_pods(rule("LE", "{{USER_EXEC_TIMEOUT}}", "3600"))  # a submission's variable
+    assert not rule_judges_pods(rule("LE", "{{USER_GPU}}", "4", "for {{WORKFLOW_ID}}"))  # its message too
+
+
+def test_a_pod_is_refused_on_empty_nodes_with_the_first_refusing_rules_message():
+    variables = pod_variables(gpu=Decimal(6), cpu=Decimal("0.5"), memory=Decimal(16 * GI), storage=Decimal(0))
+    assert variables == {"USER_GPU": "6", "USER_CPU": "0.5", "USER_MEMORY": "16Gi", "USER_STORAGE": "0"}
+    per_node = rule("LE", "{{USER_GPU}}", "{{K8_GPU}}", "the node has only {{K8_GPU}}")
+    full = node("busy", gpu=8, free_gpu=0, free_cpu=0, free_memory=0)
+    assert refusal_on_empty_nodes([per_node], variables, [full]) == ""  # fits once the node empties
+    assert refusal_on_empty_nodes([per_node], variables, [node("small", gpu=4)]) == "the node has only 4"
+    static = rule("LE", "{{USER_GPU}}", "4", "at most 4 (requested {{USER_GPU}})")
+    assert refusal_on_empty_nodes([per_node, static], variables, [node("small", gpu=4)]) == "at most 4 (requested 6)"
+    assert refusal_on_empty_nodes([static], variables, []) == ""  # nothing to judge on is no refusal
