@@ -10,7 +10,11 @@ run, server-side for a superuser:
   first page of the pending workloads and their count), with the verdicts left out (``--verdicts`` keeps them: they
   are their own benchmark);
 - the naive way: every pod read into Python and grouped there, for the pending rows; checked to find the same
-  number of pending workloads.
+  number of pending workloads;
+- with ``--verdicts``, also ``selectors.pending_verdicts()`` for every pending workload, and how the verdicts move
+  with watch events: three times, the running pods of a full node of a pool where a workload waits for capacity are
+  deleted through ``watch_events_apply``, then the backend's verdicts are read again (the database it leaves has
+  those pods gone: build it again for the figures of the other cases).
 
 Each is run ``--runs`` times (3) of ``--iterations`` calls; it prints the median of the run medians, their spread,
 the SQL query count and the load average before and after. Use PostgreSQL (``DATABASE_URL``) for the figures of
@@ -70,6 +74,58 @@ def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
     )
     document = {"apiVersion": "v1", "kind": "List", "items": node_objects + pod_objects}
     services.backend_sync(backend=Backend.objects.get(name="bench"), source=ListSource(document))
+
+
+def freed_node_moves_verdicts(rounds: int) -> list[dict]:
+    """A node freed by watch events moves the verdicts it affects: for ``rounds`` pools with a workload waiting for
+    capacity, the running pods on the pool's busiest node are deleted through ``watch_events_apply`` (as a watch
+    applies them), then the backend's verdicts are read again. Returns, per round, the apply and the verdicts' times
+    (ms) and how many verdicts changed."""
+    from pools import selectors, services
+    from pools.inventory.sources import WatchEvent
+    from pools.models import Backend, Node, Pod
+
+    backend = Backend.objects.get(name="bench")
+    rounds_done = []
+    used_pools: set[str] = set()
+    for _ in range(rounds):
+        before = selectors.pending_verdicts(backend_ids=[backend.pk])
+        waiting = [(key, verdict) for key, verdict in before.items() if verdict["reason"] == "no_capacity"]
+        pool = None
+        for key, _ in waiting:
+            pod = Pod.objects.filter(backend=backend, namespace=key[1], workload_kind=key[2], workload_name=key[3])
+            pool = pod.values_list("pool_name", flat=True).first()
+            if pool and pool not in used_pools:
+                break
+        if not pool:
+            break
+        used_pools.add(pool)
+        node = (
+            Node.objects.filter(backend=backend, memberships__pool__name=pool, available=True)
+            .order_by("-gpu_used", "name")
+            .first()
+        )
+        pods = list(Pod.objects.filter(backend=backend, node_name=node.name).values("namespace", "name"))
+        events = [
+            WatchEvent("DELETED", "pods", {"metadata": {"namespace": p["namespace"], "name": p["name"]}}) for p in pods
+        ]
+        started = time.perf_counter()
+        services.watch_events_apply(backend=backend, events=events, trusted_versions=False)
+        applied = time.perf_counter()
+        after = selectors.pending_verdicts(backend_ids=[backend.pk])
+        judged = time.perf_counter()
+        changed = sum(1 for key, verdict in after.items() if before.get(key, {}).get("reason") != verdict["reason"])
+        rounds_done.append(
+            {
+                "pool": pool,
+                "node": node.name,
+                "pods": len(pods),
+                "apply_ms": (applied - started) * 1000,
+                "verdicts_ms": (judged - applied) * 1000,
+                "changed": changed,
+            }
+        )
+    return rounds_done
 
 
 def naive_pending() -> list[dict]:
@@ -149,6 +205,8 @@ def main() -> None:
         ),
         ("naive: every pod grouped in Python", naive_pending),
     ]
+    if args.verdicts:
+        cases.insert(3, ("selectors.pending_verdicts() (every pending workload)", lambda: selectors.pending_verdicts()))
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
     for name, function in cases:
         iterations = 1 if name.startswith("naive") else args.iterations
@@ -161,6 +219,14 @@ def main() -> None:
             f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
             f"{args.runs}x{iterations}), {len(captured)} SQL queries"
         )
+    if args.verdicts:
+        print("a node freed by watch events (its running pods deleted), then the backend's verdicts read again:")
+        for done in freed_node_moves_verdicts(3):
+            print(
+                f"  pool {done['pool']}, node {done['node']} ({done['pods']} pods): applied in "
+                f"{done['apply_ms']:.1f} ms, verdicts in {done['verdicts_ms']:.1f} ms, "
+                f"{done['changed']} reasons changed"
+            )
     print(f"load average after: {loadavg()}")
 
 

@@ -157,6 +157,54 @@ def test_a_validation_rule_that_refuses_a_synced_pod_makes_it_never_fit(lab, act
         assert workload_pending_verdict(key) == verdict
 
 
+def test_a_gang_that_requires_one_rack_waits_for_a_rack_with_room(cluster, actor):
+    """KAI's ``topology-required-placement`` annotation, kept by the sync, confines a gang to one domain of the pool's
+    level with that label (SEMANTICS §11); the verdict, the workload's own verdict and the what-if agree."""
+    rack = "topology.kubernetes.io/rack"
+    required = {"pod-group-name": "allreduce", "kai.scheduler/topology-required-placement": rack}
+    backend = cluster(
+        [
+            node("r1-a", gpu=8, labels={rack: "r1"}),
+            node("r1-b", gpu=8, labels={rack: "r1"}),
+            node("r2-a", gpu=8, labels={rack: "r2"}),
+            pod("busy-1", node="r1-a", gpu=4, pool="p"),
+            pod("busy-2", node="r2-a", gpu=4, pool="p"),
+            *(pod(f"allreduce-{n}", gpu=4, pool="p", phase="Pending", annotations=required) for n in range(3)),
+        ],
+        name="racks",
+    )
+    services.config_apply(
+        changes={ConfigType.POOL: {"p": {"backend": "racks", "topology_keys": [{"key": "rack", "label": rack}]}}},
+        actor=actor,
+    )
+    assert (
+        Pod.objects.get(name="allreduce-0").annotations["kai.scheduler/topology-required-placement"] == rack
+    )  # kept by the sync
+    # 16 GPUs free: r1 has 12 (4 + 8), r2 4: three pods of 4 fit in r1
+    found = pending_verdicts(backend_ids=[backend.pk])
+    ((key, verdict),) = found.items()
+    assert verdict["reason"] == "scheduling", verdict
+    assert workload_pending_verdict(key) == verdict
+    cluster(
+        [
+            node("r1-a", gpu=8, labels={rack: "r1"}),
+            node("r1-b", gpu=8, labels={rack: "r1"}),
+            node("r2-a", gpu=8, labels={rack: "r2"}),
+            pod("busy-1", node="r1-a", gpu=4, pool="p"),
+            pod("busy-2", node="r2-a", gpu=4, pool="p"),
+            pod("busy-3", node="r1-b", gpu=4, pool="p"),
+            *(pod(f"allreduce-{n}", gpu=4, pool="p", phase="Pending", annotations=required) for n in range(3)),
+        ],
+        name="racks",
+    )
+    # 12 free (r1 8, r2 4): enough overall, but no rack holds the three pods at once
+    verdict = pending_verdicts(backend_ids=[backend.pk])[key]
+    assert verdict["reason"] == "no_capacity"
+    assert verdict["checks"][0]["figures"]["topology"] == rack
+    assert verdict["checks"][0]["figures"]["largest_domain"] == "r1"
+    assert workload_pending_verdict(key) == verdict
+
+
 def test_an_offline_backend_and_a_pool_in_maintenance_come_first(lab, actor):
     Backend.objects.filter(pk=lab.pk).update(last_heartbeat=None)
     found = pending_verdicts(backend_ids=[lab.pk])

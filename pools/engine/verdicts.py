@@ -28,6 +28,9 @@ Where §10 leaves a point open:
   when ``engine.reclaim`` says ``can_reclaim`` and ``reclaimable`` for it.
 - A workload of no project (none of its pods is a project's) skips the quota checks (4-6); one asking no GPU is
   judged by its pool's status and the scheduler only.
+- A workload with a required topology (``topology``: the node label KAI's ``topology-required-placement`` names)
+  fits only inside one domain of that label (SEMANTICS §11: the nodes sharing its value and the values of the pool's
+  coarser levels): it never fits when no domain could hold it even empty, and victims must free GPUs in one domain.
 """
 
 from __future__ import annotations
@@ -124,6 +127,7 @@ class PendingWorkload:
     refused: str = ""
     waiting_seconds: float = 0.0
     scheduled_message: str = ""
+    topology: str = ""
 
     @property
     def request(self) -> Real:
@@ -142,6 +146,7 @@ class PoolState:
     units: Sequence[UnitState] = ()
     running: Sequence[RunningJob] = ()
     multiplier: Real = 1
+    topology_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +218,13 @@ class _Eligible:
         "_freed_by_all",
         "_fits_with_all",
         "_slots",
+        "nodes",
+        "_domains",
     )
 
     def __init__(self, nodes: list[NodeState]):
+        self.nodes = nodes
+        self._domains: dict[tuple[str, ...], list[tuple[str, _Eligible]]] = {}
         self.names = {node.name for node in nodes}
         self.free_of = {node.name: node.free for node in nodes}
         self._figures: dict | None = None
@@ -261,6 +270,30 @@ class _Eligible:
                 return False
             free, name = heapq.heappop(heap)
             heapq.heappush(heap, (free + pod, name))
+        return True
+
+    def domains(self, labels: tuple[str, ...]) -> list[tuple[str, _Eligible]]:
+        """These nodes split into the domains ``labels`` identify (SEMANTICS §11: a node without one of them is in
+        none), each by its path (``zone-a/rack-07``), the most free GPUs first; worked out once per labels."""
+        found = self._domains.get(labels)
+        if found is None:
+            groups: dict[str, list[NodeState]] = {}
+            for node in self.nodes:
+                values = [node.labels.get(label) for label in labels]
+                if all(values):
+                    groups.setdefault("/".join(values), []).append(node)
+            found = sorted(((path, _Eligible(nodes)) for path, nodes in groups.items()), key=_most_free_first)
+            self._domains[labels] = found
+        return found
+
+    def fits_empty(self, pods: Sequence[Real]) -> bool:
+        """Whether ``pods`` (all at once) would fit on these nodes were they empty."""
+        heap = sorted(-node.allocatable for node in self.nodes)[: len(pods)]
+        heapq.heapify(heap)
+        for pod in sorted(pods, reverse=True):
+            if not heap or -heap[0] < pod:
+                return False
+            heapq.heapreplace(heap, heap[0] + pod)
         return True
 
     def candidates(self, ordered: Sequence[RunningJob]) -> list[tuple[RunningJob, tuple[tuple[str, Real], ...]]]:
@@ -314,6 +347,10 @@ class _Eligible:
         return self._blocks
 
 
+def _most_free_first(item: tuple[str, _Eligible]) -> tuple:
+    return (-item[1].free_total, item[0])
+
+
 class _PoolJudge:
     """One pool's indexes (eligible nodes per ``nodeSelector``, units, candidates in KAI's order) and the checks."""
 
@@ -351,6 +388,15 @@ class _PoolJudge:
             found = self.eligible_of[key] = _Eligible(nodes)
         return found
 
+    def places(self, workload: PendingWorkload, eligible: _Eligible) -> list[tuple[str, _Eligible]]:
+        """Where the workload's pods must start together: one domain of its required topology, else anywhere its
+        ``nodeSelector`` leaves (one place, path "")."""
+        if not workload.topology:
+            return [("", eligible)]
+        labels = self.pool.topology_labels
+        wanted = labels[: labels.index(workload.topology) + 1] if workload.topology in labels else (workload.topology,)
+        return eligible.domains(wanted)
+
     def verdict(self, workload: PendingWorkload) -> Verdict:
         checks: list[Check] = []
         pool = self.pool
@@ -366,7 +412,8 @@ class _PoolJudge:
                 )
             )
         eligible = self.eligible(workload.node_selector)
-        never = self._never_fits(workload, eligible)
+        places = self.places(workload, eligible)
+        never = self._never_fits(workload, eligible) or self._never_fits_a_domain(workload, places)
         if never is not None:
             checks.append(never)
         request = workload.request
@@ -390,7 +437,7 @@ class _PoolJudge:
                     )
                 )
         victims: tuple[RunningJob, ...] = ()
-        if never is None and not eligible.fits(workload.pods, gang=workload.gang):
+        if never is None and not any(place.fits(workload.pods, gang=workload.gang) for _, place in places):
             free = eligible.figures()
             over = (
                 project is not None
@@ -398,7 +445,7 @@ class _PoolJudge:
                 and project.allocated + request > project.fair_share
             )
             if project is not None and not over:
-                victims = self._victims(workload, project, eligible)
+                victims = next(filter(None, (self._victims(workload, project, place) for _, place in places)), ())
                 if victims:
                     names = ", ".join(f"{v.namespace}/{v.name}" for v in victims)
                     freed = sum((v.gpus for v in victims), Decimal(0))
@@ -427,7 +474,8 @@ class _PoolJudge:
                     )
                 )
             else:
-                checks.append(Check(NO_CAPACITY, self._no_capacity_message(workload, eligible), dict(free)))
+                message, figures = self._no_capacity(workload, eligible, places)
+                checks.append(Check(NO_CAPACITY, message, {**free, **figures}))
         if not checks:
             checks.append(self._scheduling(workload))
         return Verdict(tuple(checks), victims)
@@ -464,6 +512,40 @@ class _PoolJudge:
                 },
             )
         return None
+
+    def _never_fits_a_domain(self, workload: PendingWorkload, places: list[tuple[str, _Eligible]]) -> Check | None:
+        """A required topology no domain of which could hold the workload's pods at once, even empty."""
+        asking = [pod for pod in workload.pods if pod > 0]
+        if not workload.topology or not asking:
+            return None
+        if any(place.fits_empty(asking) for _, place in places):
+            return None
+        label = workload.topology
+        if not places:
+            message = f"no node it fits has the label {label}, which its required topology names"
+            return Check(NEVER_FITS, message, {"topology": label, "domains": 0})
+        path, largest = max(places, key=lambda item: (sum(node.allocatable for node in item[1].nodes), item[0]))
+        total = sum((node.allocatable for node in largest.nodes), Decimal(0))
+        return Check(
+            NEVER_FITS,
+            f"no {label} domain could hold its {len(asking)} pods ({_text(sum(asking, Decimal(0)))} GPUs) at once "
+            f"even empty (largest: {path}, {_text(total)} GPUs on {len(largest.nodes)} nodes)",
+            {"topology": label, "domains": len(places), "largest_domain": path, "largest_domain_gpus": _json(total)},
+        )
+
+    def _no_capacity(
+        self, workload: PendingWorkload, eligible: _Eligible, places: list[tuple[str, _Eligible]]
+    ) -> tuple[str, dict]:
+        """The no-capacity sentence and, for a required topology, the domain with the most free GPUs."""
+        if not workload.topology:
+            return self._no_capacity_message(workload, eligible), {}
+        path, best = places[0]
+        return (
+            f"its {len(workload.pods)} pods need {_text(workload.request)} GPUs at once inside one "
+            f"{workload.topology} domain; the most free in one is {_text(best.free_total)} on {path} "
+            f"({len(places)} domains)",
+            {"topology": workload.topology, "largest_domain": path, "largest_domain_free": _json(best.free_total)},
+        )
 
     def _no_capacity_message(self, workload: PendingWorkload, eligible: _Eligible) -> str:
         blocks = eligible.blocks()

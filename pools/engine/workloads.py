@@ -16,8 +16,12 @@ POD_GROUP_ANNOTATION = "pod-group-name"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 TEMPLATE_HASH_LABEL = "pod-template-hash"
 USER_KEYS = ("user", "runai/user", "osmo.user")
-# The annotations a pod keeps in the inventory: what the workload, its user and its project are read from.
-KEPT_ANNOTATIONS = frozenset({POD_GROUP_ANNOTATION, *USER_KEYS, "runai/queue"})
+# KAI Scheduler's topology constraint of a workload: the node label its pods must share (required) or should.
+REQUIRED_PLACEMENT = "kai.scheduler/topology-required-placement"
+PREFERRED_PLACEMENT = "kai.scheduler/topology-preferred-placement"
+# The annotations a pod keeps in the inventory: what the workload, its user, its project and its placement are read
+# from.
+KEPT_ANNOTATIONS = frozenset({POD_GROUP_ANNOTATION, *USER_KEYS, "runai/queue", REQUIRED_PLACEMENT, PREFERRED_PLACEMENT})
 
 POD_GROUP = "PodGroup"
 POD = "Pod"

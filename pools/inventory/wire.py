@@ -43,6 +43,8 @@ _PodAnnotations = TypedDict(
         "runai/user": str | None,
         "osmo.user": str | None,
         "runai/queue": str | None,
+        "kai.scheduler/topology-required-placement": str | None,
+        "kai.scheduler/topology-preferred-placement": str | None,
     },
     total=False,
 )

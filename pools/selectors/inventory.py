@@ -25,6 +25,7 @@ from ..choices import BackendKind, NodeStatus, SyncState
 from ..engine.accounting import resource_type, usage_pair
 from ..engine.errors import ConfigError, EngineError, NotFound
 from ..engine.permissions import LIST_FLEET, VIEW_POOL
+from ..engine.topology import topology_levels
 from ..engine.validation import NodeResources, check_request, parse_rules, requested_amounts
 from ..filtersets import NodeFilterSet, filtered
 from ..inventory.records import paused_gc
@@ -133,7 +134,12 @@ def pool_check(
     if project:
         quota = project_quota_check(user=user, pool_name=pool.name, project=project, gpu=gpu * pods)
     refused = "" if verdict.passed else "; ".join(verdict.errors) or "no node of the platform passes its rules"
-    waits = request_verdict(pool=pool, project=project if quota else None, gpu=gpu, pods=pods, refused=refused)
+    required = ""  # the label of the level a required topology keeps the gang within (its level was checked above)
+    if gang is not None and gang["required"]:
+        required = next(level.label for level in topology_levels(pool.topology_keys) if level.key == gang["level"])
+    waits = request_verdict(
+        pool=pool, project=project if quota else None, gpu=gpu, pods=pods, refused=refused, topology=required
+    )
     return {
         "pool": pool.name,
         "platform": platform_name,

@@ -23,7 +23,9 @@ from accounts.access import SYSTEM
 from ..choices import BackendStatus
 from ..engine import validation
 from ..engine import verdicts as engine
-from ..engine.workloads import POD_GROUP
+from ..engine.errors import TopologyError
+from ..engine.topology import topology_levels
+from ..engine.workloads import POD_GROUP, REQUIRED_PLACEMENT
 from ..models import Node, NodeMembership, Platform, Pod, Pool, Project, ResourceValidation, backend_status
 from .pools import DEFAULT_PLATFORM
 from .quotas import QUEUE_LABEL, _selected_pool, quota_report
@@ -238,6 +240,7 @@ class _Live:
             )
             .annotate(
                 queue=KT(f"labels__{QUEUE_LABEL}"),
+                placement=KT(f"annotations__{REQUIRED_PLACEMENT}"),
                 pods=Count("id"),
                 since=Min("created"),
                 firm=Count("id", filter=Q(preemptible=False)),
@@ -256,6 +259,7 @@ class _Live:
             workload["shapes"].add((_decimal(row["gpu"]), _decimal(row["cpu"]), row["memory"], row["storage"]))
             workload["firm"] += row["firm"]
             workload["message"] = max(workload["message"], row["message"] or "")
+            workload["topology"] = max(workload.get("topology", ""), row["placement"] or "")
             if row["since"] and (workload["since"] is None or row["since"] < workload["since"]):
                 workload["since"] = row["since"]
             workload["project"] = workload["project"] or self.project_of(row["namespace"], row["queue"])
@@ -276,6 +280,7 @@ class _Live:
                 waiting_seconds=waiting,
                 scheduled_message=workload["message"],
                 refused=self.refusal(workload["pool"], workload["shapes"]) if workload["pool"] is not None else "",
+                topology=workload["topology"],
             )
             if workload["pool"] is not None:
                 by_pool[workload["pool"]].append(pending)
@@ -384,7 +389,17 @@ class _Live:
             nodes=tuple(self.nodes[pool_id]),
             units=tuple(self.units[pool_id]),
             running=tuple(self.running[pool_id]),
+            topology_labels=_topology_labels(pool),
         )
+
+
+def _topology_labels(pool: Pool) -> tuple[str, ...]:
+    """The node labels of the pool's topology levels, coarsest first; none when its ``topology_keys`` are unreadable
+    (its capacity page says why)."""
+    try:
+        return tuple(level.label for level in topology_levels(pool.topology_keys))
+    except TopologyError:
+        return ()
 
 
 def _judge(live: _Live) -> tuple[dict[WorkloadKey, engine.Verdict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
@@ -458,9 +473,12 @@ def pool_waiting_summary(pool: Pool) -> dict:
     return {"workloads": len(mine), "gpus": figure, "reasons": ordered, "text": text}
 
 
-def request_verdict(*, pool: Pool, project: str | None, gpu: Decimal, pods: int, refused: str = "") -> dict:
+def request_verdict(
+    *, pool: Pool, project: str | None, gpu: Decimal, pods: int, refused: str = "", topology: str = ""
+) -> dict:
     """The verdict a request not yet submitted would get on ``pool``: ``pods`` pods of ``gpu`` GPUs each of
-    ``project`` (a gang when more than one), ``refused`` being the message of a rule that refuses it everywhere."""
+    ``project`` (a gang when more than one), ``refused`` being the message of a rule that refuses it everywhere and
+    ``topology`` the node label of the level it requires to keep within (none: anywhere)."""
     live = _Live(pool=pool)
     workload = engine.PendingWorkload(
         (pool.backend_id, "", POD_GROUP, "what-if"),
@@ -468,5 +486,6 @@ def request_verdict(*, pool: Pool, project: str | None, gpu: Decimal, pods: int,
         (gpu,) * pods,
         gang=pods > 1,
         refused=refused,
+        topology=topology,
     )
     return engine.workload_verdict(live.pool_state(pool.pk), workload).as_dict()

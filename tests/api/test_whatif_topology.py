@@ -65,6 +65,23 @@ def test_a_preferred_gang_says_whether_it_would_be_split(racks):
     assert (nowhere["fits"], nowhere["split"], nowhere["pool_slots"]) == (False, False, 7)
 
 
+def test_the_pending_verdict_keeps_a_required_gang_within_one_domain(racks):
+    """The what-if's verdict (SEMANTICS §10) judges the gang the way its topology part places it."""
+
+    def verdict(pods, level, required):
+        topology = {"level": level, "required": required}
+        return selectors.pool_check(
+            user=SYSTEM, pool_name="racked", user_values={"USER_GPU": 4}, pods=pods, topology=topology
+        )["pending_verdict"]
+
+    assert verdict(3, "rack", True)["reason"] == "scheduling"
+    waits = verdict(4, "rack", True)
+    assert waits["reason"] == "no_capacity"
+    assert waits["checks"][0]["figures"]["largest_domain"] == "a/r1"
+    assert verdict(4, "rack", False)["reason"] == "scheduling"  # preferred: it may start split
+    assert verdict(4, "zone", True)["reason"] == "scheduling"  # zone b: n3 and n4
+
+
 def test_without_a_topology_there_is_no_topology_part(racks):
     assert selectors.pool_check(user=SYSTEM, pool_name="racked", user_values={"USER_GPU": 4})["topology"] is None
 

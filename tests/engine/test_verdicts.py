@@ -144,6 +144,78 @@ def test_a_gang_needs_all_its_pods_at_once():
     assert fits.reason == "scheduling"
 
 
+# Two racks in zone z1 (and a rack of the same name in zone z2: another domain), a node with no rack label.
+ZONE, RACK = "topology.kubernetes.io/zone", "topology.kubernetes.io/rack"
+RACKED = (
+    node("a1", 4, **{ZONE: "z1", RACK: "r1"}),
+    node("a2", 4, **{ZONE: "z1", RACK: "r1"}),
+    node("b1", 8, **{ZONE: "z1", RACK: "r2"}),
+    node("c1", 4, **{ZONE: "z2", RACK: "r1"}),
+    node("loose", 8),
+)
+
+
+def racked(**more):
+    return pool(nodes=RACKED, topology_labels=(ZONE, RACK), **more)
+
+
+def test_a_required_topology_gang_fits_only_inside_one_domain():
+    # 3 pods of 4 (of no project: no quota checks): 28 GPUs are free, but no rack has 12 of them (z1/r1 8, z1/r2 8,
+    # z2/r1 4; "loose" is in no rack)
+    gang = pending(project=None, pods=(4, 4, 4), gang=True)
+    assert workload_verdict(racked(), gang).reason == "scheduling"  # without a topology: anywhere
+    waits = workload_verdict(racked(), pending(project=None, pods=(4, 4, 4), gang=True, topology=RACK))
+    assert reasons(waits) == ["no_capacity"]
+    figures = waits.checks[0].figures
+    assert figures["topology"] == RACK
+    assert figures["largest_domain"] in ("z1/r1", "z1/r2") and figures["largest_domain_free"] == 8
+    assert "inside one topology.kubernetes.io/rack domain" in waits.checks[0].message
+    # two pods of 4 fit in z1/r1 (a1 + a2) or z1/r2; rack r1 of z2 is not the same rack as z1's
+    assert workload_verdict(racked(), pending(pods=(4, 4), gang=True, topology=RACK)).reason == "scheduling"
+    # by zone: z1 has 16 free in one zone, so three 4-GPU pods fit
+    by_zone = pending(project=None, pods=(4, 4, 4), gang=True, topology=ZONE)
+    assert workload_verdict(racked(), by_zone).reason == "scheduling"
+
+
+def test_a_required_topology_no_domain_could_ever_hold_never_fits():
+    # 24 GPUs in 3 pods of 8: the largest rack (z1/r1, two 8-GPU nodes) holds 16 even empty
+    verdict = workload_verdict(racked(), pending(pods=(8, 8, 8), gang=True, topology=RACK))
+    assert verdict.reason == "never_fits"
+    assert verdict.checks[0].figures == {
+        "topology": RACK,
+        "domains": 3,
+        "largest_domain": "z1/r1",
+        "largest_domain_gpus": 16,
+    }
+    unlabelled = workload_verdict(racked(), pending(pods=(4,), topology="nvidia.com/gpu.clique"))
+    assert unlabelled.reason == "never_fits" and unlabelled.checks[0].figures["domains"] == 0
+
+
+def test_victims_for_a_required_topology_free_gpus_inside_one_domain():
+    nodes = (
+        node("a1", 0, **{RACK: "r1"}),
+        node("a2", 0, **{RACK: "r1"}),
+        node("b1", 4, **{RACK: "r2"}),
+        node("b2", 4, **{RACK: "r2"}),
+    )
+    # b's preemptible jobs: one filling a1, one on b1's other half. Freeing b1's job is enough GPUs overall (12 free)
+    # but not in one rack for a 2x8 gang on r2 (b1 would have 8, b2 4); freeing a1's job leaves r1 with 8 + 0.
+    jobs = [
+        RunningJob("ns-b", "on-b1", "PodGroup", "b", D(4), started=300, nodes={"b1": D(4)}),
+        RunningJob("ns-b", "on-a1", "PodGroup", "b", D(8), started=200, nodes={"a1": D(8)}),
+        RunningJob("ns-b", "on-b2", "PodGroup", "b", D(4), started=100, nodes={"b2": D(4)}),
+    ]
+    units = (
+        unit("d", deserved=32, fair_share=32, allocated=16, nonpreemptible=0),
+        unit("a", "d", deserved=16, fair_share=16, allocated=0),
+        unit("b", "d", deserved=0, fair_share=0, allocated=16, nonpreemptible=0),
+    )
+    state = PoolState("p", nodes=nodes, units=units, running=tuple(jobs), topology_labels=(RACK,))
+    verdict = workload_verdict(state, pending(pods=(8, 8), gang=True, topology=RACK))
+    assert verdict.reason == "reclaim"
+    assert sorted(job.name for job in verdict.victims) == ["on-b1", "on-b2"]  # rack r2, both its nodes
+
+
 def test_a_workload_of_no_project_skips_the_quota_checks():
     verdict = workload_verdict(pool(), pending(project=None, pods=(8,)))
     assert reasons(verdict) == ["no_capacity"]
@@ -296,3 +368,50 @@ def test_a_reclaimer_within_its_fair_share_is_never_refused_by_saturation(case, 
         )
         if project.allocated + workload.request <= project.fair_share:
             assert decision.refused_by != "saturation", decision.reasons
+
+
+def _fits_by_brute_force(pods, frees) -> bool:
+    """Every assignment of the pods to the nodes, tried: whether one leaves no node below zero."""
+    if not pods:
+        return True
+    first, rest = pods[0], pods[1:]
+    for index, free in enumerate(frees):
+        if free >= first:
+            trial = list(frees)
+            trial[index] -= first
+            if _fits_by_brute_force(rest, trial):
+                return True
+    return False
+
+
+@st.composite
+def racked_pools(draw):
+    nodes = []
+    for i in range(draw(st.integers(0, 6))):
+        allocatable = draw(st.sampled_from([4, 8]))
+        free = draw(st.integers(0, allocatable))
+        rack = draw(st.sampled_from(["r1", "r2", "r3", None]))
+        nodes.append(node(f"n{i}", free, allocatable, **({RACK: rack} if rack else {})))
+    # A gang of P pods x G GPUs, as KAI's pod groups are (SEMANTICS §11's shapes): placing largest first on the node
+    # with the most free GPUs is exact for pods of one size.
+    pods = (draw(st.integers(1, 8)),) * draw(st.integers(1, 4))
+    return tuple(nodes), pods
+
+
+@settings(max_examples=300, deadline=None)
+@given(racked_pools())
+def test_a_required_topology_gang_fits_exactly_when_some_rack_could_place_it(case):
+    nodes, pods = case
+    state = PoolState("p", nodes=nodes, topology_labels=(RACK,))
+    verdict = workload_verdict(state, pending(project=None, pods=pods, gang=True, topology=RACK))
+    racks = {n.labels[RACK] for n in nodes if RACK in n.labels}
+    in_rack = {rack: [n for n in nodes if n.labels.get(RACK) == rack] for rack in racks}
+    fits_now = any(_fits_by_brute_force(sorted(pods), [n.free for n in rack]) for rack in in_rack.values())
+    fits_empty = any(_fits_by_brute_force(sorted(pods), [n.allocatable for n in rack]) for rack in in_rack.values())
+    largest = max((n.allocatable for n in nodes), default=0)
+    if max(pods) > largest or not fits_empty:
+        assert verdict.reason == "never_fits"
+    elif fits_now:
+        assert verdict.reason == "scheduling"
+    else:
+        assert verdict.reason == "no_capacity"
