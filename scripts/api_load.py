@@ -69,6 +69,8 @@ def prepare(root: Path, env: dict) -> tuple[str, str]:
     username = re.search(r"username: (\S+)", out).group(1)
     password_file = Path(env["VAR_DIR"]) / "admin-password"
     match = re.search(r"password: (\S+)", out)
+    if not match and not password_file.exists():
+        raise SystemExit("the database has a local admin whose password this run cannot know: give it a new database")
     password = match.group(1) if match else password_file.read_text().strip()
     return username, password
 

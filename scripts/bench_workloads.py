@@ -3,8 +3,10 @@
 
 Builds the cluster of ``pools.fleet.layouts.pool_cluster`` (5,000 nodes, 150,000 pods, 50 pools) as
 ``bench_quotas.py`` does, its pods synced through ``backend_sync`` (so each carries its workload key, as the sync
-writes it); each job pod is its Job's, one GPU pod in eight is made a member of a four-pod KAI gang. Then, in the same
-run, server-side for a superuser:
+writes it); each job pod is its Job's, one GPU pod in eight is made a member of a four-pod KAI gang, and 10,000 more
+GPU pods wait unbound (Pending, ``PodScheduled`` False) in 2,000 gangs of five of 500 projects (their ``runai/queue``
+label; 50 departments with a share of every pool, each project a share of one). Then, in the same run, server-side
+for a superuser:
 
 - ``GET /workloads/`` (the first page of 100 rows, GPU holders first) and ``GET /api/workloads/?pending=1`` (the
   first page of the pending workloads and their count), with the verdicts left out (``--verdicts`` keeps them: they
@@ -41,7 +43,7 @@ from bench_node_pools import ListSource, setup_django  # noqa: E402
 GANG_SIZE = 4
 
 
-def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
+def build(inventory: Path, nodes: int, pods: int, pools: int, waiting: int = 10_000, projects: int = 500) -> None:
     from pools import services
     from pools.choices import ConfigType
     from pools.engine.workloads import POD_GROUP_ANNOTATION
@@ -58,9 +60,22 @@ def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
     for index, pod in enumerate(gpu_pods[: len(gpu_pods) // 8]):
         metadata = pod["metadata"] = dict(pod["metadata"])  # the fleet shares what pods have alike
         metadata["annotations"] = {**(metadata.get("annotations") or {}), POD_GROUP_ANNOTATION: f"gang-{index // 4}"}
+    # ``waiting`` GPU pods, not bound to a node, in gangs of five of ``projects`` projects (their runai/queue label):
+    # what the verdicts judge (SEMANTICS §10).
+    unbound = gpu_pods[len(gpu_pods) // 8 :][:waiting]
+    for index, pod in enumerate(unbound):
+        metadata = pod["metadata"] = dict(pod["metadata"])
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), POD_GROUP_ANNOTATION: f"wait-{index // 5}"}
+        metadata["labels"] = {**(metadata.get("labels") or {}), "runai/queue": _project(index // 5, projects)}
+        pod["spec"] = {key: value for key, value in pod["spec"].items() if key != "nodeName"}
+        message = f"0/{nodes} nodes are available: Insufficient nvidia.com/gpu"
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        pod["status"] = {"phase": "Pending", "conditions": [condition]}
     path = inventory / "bench.json"
     path.write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
     config = pool_config(pools=pools)
+    departments = max(1, projects // 10)
+    pool_names = sorted(config["pools"])
     services.config_apply(
         changes={
             ConfigType.BACKEND: {"bench": {"kind": "file", "source": str(path)}},
@@ -72,8 +87,36 @@ def build(inventory: Path, nodes: int, pods: int, pools: int) -> None:
         },
         actor=services.SYSTEM,
     )
+    # 50 departments with a share of every pool, 500 projects with a share of one pool each.
+    services.config_apply(
+        changes={
+            ConfigType.DEPARTMENT: {
+                f"dept-{d:02d}": {"resources": [{"nodePool": pool, "gpu": {"deserved": 40}} for pool in pool_names]}
+                for d in range(departments)
+            },
+            ConfigType.PROJECT: {
+                _project(p, projects): {
+                    "department": f"dept-{p % departments:02d}",
+                    "resources": [{"nodePool": pool_names[p % len(pool_names)], "gpu": {"deserved": 8 + p % 3 * 8}}],
+                }
+                for p in range(projects)
+            },
+        },
+        actor=services.SYSTEM,
+    )
     document = {"apiVersion": "v1", "kind": "List", "items": node_objects + pod_objects}
     services.backend_sync(backend=Backend.objects.get(name="bench"), source=ListSource(document))
+
+
+def _judged(verdict: dict | None) -> tuple:
+    """What a verdict says (its checks' reasons and its victims), not how long the workload has waited."""
+    if verdict is None:
+        return ()
+    return tuple(check["reason"] for check in verdict["checks"]), tuple(v["name"] for v in verdict["victims"])
+
+
+def _project(index: int, projects: int) -> str:
+    return f"proj-{index % projects:03d}"
 
 
 def freed_node_moves_verdicts(rounds: int) -> list[dict]:
@@ -81,6 +124,8 @@ def freed_node_moves_verdicts(rounds: int) -> list[dict]:
     capacity, the running pods on the pool's busiest node are deleted through ``watch_events_apply`` (as a watch
     applies them), then the backend's verdicts are read again. Returns, per round, the apply and the verdicts' times
     (ms) and how many verdicts changed."""
+    from django.utils import timezone
+
     from pools import selectors, services
     from pools.inventory.sources import WatchEvent
     from pools.models import Backend, Node, Pod
@@ -89,8 +134,12 @@ def freed_node_moves_verdicts(rounds: int) -> list[dict]:
     rounds_done = []
     used_pools: set[str] = set()
     for _ in range(rounds):
+        Backend.objects.filter(pk=backend.pk).update(last_heartbeat=timezone.now())  # as a watch keeps it
         before = selectors.pending_verdicts(backend_ids=[backend.pk])
-        waiting = [(key, verdict) for key, verdict in before.items() if verdict["reason"] == "no_capacity"]
+        # a workload waiting for capacity, if any: then the freed node changes its verdict; else any waiting one
+        waiting = sorted(
+            before.items(), key=lambda item: not any(c["reason"] == "no_capacity" for c in item[1]["checks"])
+        )
         pool = None
         for key, _ in waiting:
             pod = Pod.objects.filter(backend=backend, namespace=key[1], workload_kind=key[2], workload_name=key[3])
@@ -114,7 +163,7 @@ def freed_node_moves_verdicts(rounds: int) -> list[dict]:
         applied = time.perf_counter()
         after = selectors.pending_verdicts(backend_ids=[backend.pk])
         judged = time.perf_counter()
-        changed = sum(1 for key, verdict in after.items() if before.get(key, {}).get("reason") != verdict["reason"])
+        changed = sum(1 for key, verdict in after.items() if _judged(before.get(key)) != _judged(verdict))
         rounds_done.append(
             {
                 "pool": pool,
@@ -172,8 +221,7 @@ def main() -> None:
     from pools.selectors import workloads
 
     if not args.verdicts:
-        workloads.pending_verdicts = lambda *, backend_ids=None: {}
-        workloads.workload_pending_verdict = lambda key: None
+        workloads.pending_verdicts = lambda **_: {}
     started = time.perf_counter()
     if not (args.keep and Pod.objects.exists()):
         build(inventory, args.nodes, args.pods, args.pools)
@@ -207,6 +255,11 @@ def main() -> None:
     ]
     if args.verdicts:
         cases.insert(3, ("selectors.pending_verdicts() (every pending workload)", lambda: selectors.pending_verdicts()))
+    from django.utils import timezone
+
+    from pools.models import Backend
+
+    Backend.objects.update(last_heartbeat=timezone.now())  # online, as its watch would keep it
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
     for name, function in cases:
         iterations = 1 if name.startswith("naive") else args.iterations
@@ -225,7 +278,7 @@ def main() -> None:
             print(
                 f"  pool {done['pool']}, node {done['node']} ({done['pods']} pods): applied in "
                 f"{done['apply_ms']:.1f} ms, verdicts in {done['verdicts_ms']:.1f} ms, "
-                f"{done['changed']} reasons changed"
+                f"{done['changed']} verdicts changed"
             )
     print(f"load average after: {loadavg()}")
 

@@ -110,6 +110,8 @@ def test_one_workloads_verdict_reads_only_its_pool_and_equals_the_backends(lab, 
     for key, verdict in found.items():
         with django_assert_max_num_queries(14):
             assert workload_pending_verdict(key) == verdict, key
+    some = sorted(found, key=str)[:3]  # a page's few, of two backends: judged on their own pools only
+    assert pending_verdicts(keys=some) == {key: found[key] for key in some}
     running = Pod.objects.get(name="vision-serve")
     assert workload_pending_verdict((lab.pk, "vision", running.workload_kind, running.workload_name)) is None
     assert workload_pending_verdict((lab.pk, "vision", "Pod", "none")) is None

@@ -151,11 +151,10 @@ FIGURES = {"free": 3, "largest_free": {"H100": {"gpus": 2, "nodes": ["n1"], "nod
 
 @pytest.fixture
 def verdicts(monkeypatch):
-    """The verdicts of the pending workloads, as ``selectors.verdicts.pending_verdicts`` (the list) and
-    ``workload_pending_verdict`` (a workload's page) give them."""
+    """The verdicts of the pending workloads, as ``selectors.verdicts.pending_verdicts`` gives them."""
     import pools.selectors.workloads as workloads
 
-    def pending_verdicts(*, backend_ids=None):
+    def pending_verdicts(*, backend_ids=None, keys=None):
         found = {}
         for backend_id, namespace, kind, name in Pod.objects.filter(phase="Pending").values_list(
             "backend_id", "namespace", "workload_kind", "workload_name"
@@ -170,7 +169,6 @@ def verdicts(monkeypatch):
         return found
 
     monkeypatch.setattr(workloads, "pending_verdicts", pending_verdicts)
-    monkeypatch.setattr(workloads, "workload_pending_verdict", lambda key: pending_verdicts().get(key))
 
 
 def _keyed(rows) -> dict:

@@ -301,3 +301,40 @@ def gang_fit(
         fits = pool_slots >= shape.pods
         split = fits and not taking
     return GangFit(level, required, shape, fits, split, pool_slots, taking)
+
+
+@dataclass(frozen=True, slots=True)
+class PictureRow:
+    """One row of a pool's topology picture: a domain's ``path`` (``None``: the nodes in no domain of the level) and
+    its nodes, each ``(name, whole GPUs, free GPUs)``, by name."""
+
+    path: str | None
+    nodes: tuple[tuple[str, int, int], ...]
+
+
+def topology_picture(nodes: Iterable[TopologyNode], levels: Sequence[Level]) -> tuple[Level | None, tuple]:
+    """A pool's GPU nodes drawn by domain: the level with the most domains (the finer one on a tie, such as racks
+    rather than zones), a row per domain in path order, then a row of the GPU nodes in none of its domains.
+
+    ``(None, ())`` when the pool has no topology levels or no GPU node. Nodes without GPUs are left out: the picture
+    is of where GPUs are free.
+    """
+    gpu_nodes = [node for node in nodes if node.whole_gpus > 0]
+    if not levels or not gpu_nodes:
+        return None, ()
+    best: tuple[int, int, Level, list] | None = None
+    for depth, each in enumerate(levels, start=1):
+        wanted = [coarser.label for coarser in levels[:depth]]
+        paths = [_domain_values(node.labels, wanted) for node in gpu_nodes]
+        count = len({path for path in paths if path is not None})
+        if best is None or (count, depth) >= (best[0], best[1]):
+            best = (count, depth, each, paths)
+    _, _, level, paths = best
+    rows: dict[tuple[str, ...] | None, list] = {}
+    for node, path in zip(gpu_nodes, paths, strict=True):
+        rows.setdefault(path, []).append((node.name, node.whole_gpus, node.free))
+    ordered = sorted(path for path in rows if path is not None)
+    picture = [PictureRow("/".join(path), tuple(sorted(rows[path]))) for path in ordered]
+    if None in rows:
+        picture.append(PictureRow(None, tuple(sorted(rows[None]))))
+    return level, tuple(picture)

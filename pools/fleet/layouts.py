@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from pools.engine.workloads import POD_GROUP_ANNOTATION, TEMPLATE_HASH_LABEL
+from pools.engine.workloads import POD_GROUP_ANNOTATION, REQUIRED_PLACEMENT, TEMPLATE_HASH_LABEL
 from pools.inventory.records import paused_gc
 
 from .catalogue import (
@@ -47,6 +47,9 @@ from .streams import BASE_TIME, Stream
 from .timeline import Fleet
 
 CORDON_REASON = "RMA: Xid 79 (GPU fell off the bus) on GPU 3"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+RACK_LABEL = "topology.kubernetes.io/rack"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class Group:
     ``special`` sets a few of them apart by number.
 
     ``special`` maps a node number to a different kind, ``"NotReady"``, ``"Unknown"`` or ``"cordoned"``.
+    ``rack_size`` puts the nodes in racks of that many (``topology.kubernetes.io/rack`` = ``<prefix>-r1``...); a
+    rack of GB200 trays is one NVLink domain (``nvidia.com/gpu.clique`` = ``nvl72-<rack>``).
     """
 
     prefix: str
@@ -64,6 +69,17 @@ class Group:
     special: Mapping[int, Kind | str] = field(default_factory=dict)
     first: int = 1
     digits: int = 3
+    rack_size: int = 0
+
+    def rack_labels(self, number: int, kind: Kind) -> dict[str, str]:
+        """The rack (and, for GB200 trays, NVLink clique) labels of node ``number``; none without racks."""
+        if not self.rack_size:
+            return {}
+        rack = f"{self.prefix}-r{(number - self.first) // self.rack_size + 1}"
+        labels = {RACK_LABEL: rack}
+        if kind.shape.gpu == "GB200":
+            labels[CLIQUE_LABEL] = f"nvl72-{rack}"
+        return labels
 
 
 _L40S_SIMULATION = dedicated(kind_of("sm-l40s-8x", product_taint("L40S")), "simulation")
@@ -82,9 +98,17 @@ DEMO_BACKENDS: dict[str, tuple[Site, tuple[Group, ...]]] = {
     "gpu-cluster-01": (
         Site("dc-santaclara", ("sc1-hall2-row-a", "sc1-hall2-row-b"), "metal://santaclara"),
         (
-            Group("h100-a", 8, DGX_H100, "sc1-hall2-row-a", {6: "Unknown"}),
-            Group("a100-b", 8, DGX_A100, "sc1-hall2-row-b", {5: "cordoned", 7: DGX_A100_MIG, 8: DGX_A100_MIG_1G}),
-            Group("gb200-c", 4, GB200_TRAY, "sc1-hall2-row-a"),
+            Group("h100-a", 8, DGX_H100, "sc1-hall2-row-a", {6: "Unknown"}, rack_size=4),
+            Group(
+                "a100-b",
+                8,
+                DGX_A100,
+                "sc1-hall2-row-b",
+                {5: "cordoned", 7: DGX_A100_MIG, 8: DGX_A100_MIG_1G},
+                rack_size=4,
+            ),
+            # One GB200 NVL72 rack: 18 compute trays of 4 GPUs sharing one NVLink domain.
+            Group("gb200-c", 18, GB200_TRAY, "sc1-hall2-row-a", rack_size=18),
             Group("cpu-sys", 4, CPU_SYSTEM),
         ),
     ),
@@ -153,16 +177,18 @@ def demo_nodes(backend: str, *, seed: int = DEMO_SEED) -> list[dict]:
     for group in groups:
         for number in range(group.first, group.first + group.count):
             special = group.special.get(number)
+            kind = special if isinstance(special, Kind) else group.kind
             nodes.append(
                 node_object(
                     seed,
                     f"{group.prefix}-{number:0{group.digits}d}",
-                    special if isinstance(special, Kind) else group.kind,
+                    kind,
                     index=len(nodes),
                     site=site,
                     zone=group.zone,
                     ready={"NotReady": "False", "Unknown": "Unknown"}.get(special, "True"),
                     cordon_reason=CORDON_REASON if special == "cordoned" else "",
+                    labels=group.rack_labels(number, kind),
                 )
             )
     return nodes
@@ -177,7 +203,8 @@ class Standing:
     tolerations, plus ``selector``), Pending for ``reason``. ``activity`` declares how it uses its GPUs
     (``dcgm.ACTIVITY_LABEL``: ``idle`` for a notebook left open). ``group`` names the gang (KAI's pod group) it
     is one pod of; ``deployment`` makes it the pod of a Deployment's ReplicaSet; ``preemptible`` gives it the
-    priority ``LOW`` (a reclaim may take its GPUs back).
+    priority ``LOW`` (a reclaim may take its GPUs back); ``placement`` is the node label its gang must keep within
+    (KAI Scheduler's ``topology-required-placement``).
     """
 
     namespace: str
@@ -193,6 +220,7 @@ class Standing:
     group: str = ""
     deployment: bool = False
     preemptible: bool = False
+    placement: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,7 +233,7 @@ class Load:
 
 _H100_TRAINING = "h100-a-001"
 _SIM_LIMIT_REASON = (
-    "0/24 nodes are available: project sim holds 8 of its 8-GPU limit in node pool robotics-training; "
+    "0/38 nodes are available: project sim holds 8 of its 8-GPU limit in node pool robotics-training; "
     "the workload waits until the project holds less."
 )
 # The contention the quotas of config.yaml meet (SEMANTICS §9): on robotics-training, team-a's jobs run far over
@@ -217,6 +245,30 @@ DEMO_WORKLOADS: dict[str, Load] = {
         {"team-a": 4, "robotics": 2, "research": 1, "infer": 1, "sim": 0},
         (
             Standing("sim", "sdg-replicator", 8, "robotics-training", "h100-a-008", "farah"),
+            # Small jobs on a few GB200 trays: the NVL72 rack has GPUs free, but not 16 whole trays at once.
+            Standing("research", "gr00t-finetune", 2, "robotics-training", "gb200-c-003", "lena"),
+            Standing("robotics", "policy-eval", 1, "robotics-training", "gb200-c-007", "mateo"),
+            Standing("team-a", "notebook-ana", 1, "robotics-training", "gb200-c-012", "priya", activity="idle"),
+            # team-a's sweep holds six whole trays of the NVL72 rack, well above its fair share of the pool.
+            *(
+                Standing("team-a", f"nvl-sweep-{n}", 4, "robotics-training", f"gb200-c-{n + 12:03d}", "priya")
+                for n in range(1, 7)
+            ),
+            # A 16 x 4 gang that must start inside one NVLink domain (KAI's required placement): it waits.
+            *(
+                Standing(
+                    "research",
+                    f"world-model-nvl-{n}",
+                    4,
+                    "robotics-training",
+                    "gb200-c-001",
+                    "lena",
+                    True,
+                    group="world-model-nvl",
+                    placement=CLIQUE_LABEL,
+                )
+                for n in range(1, 17)
+            ),
             Standing(
                 "sim", "sdg-batch", 8, "robotics-training", _H100_TRAINING, "farah", True, reason=_SIM_LIMIT_REASON
             ),
@@ -358,6 +410,8 @@ def _standing_pod(standing: Standing, node: dict) -> dict:
         metadata["labels"][ACTIVITY_LABEL] = standing.activity
     if standing.group:
         metadata["annotations"][POD_GROUP_ANNOTATION] = standing.group
+    if standing.placement:
+        metadata["annotations"][REQUIRED_PLACEMENT] = standing.placement
     if standing.deployment:
         template_hash = Stream("template", standing.namespace, standing.name).hex(10)
         metadata["labels"][TEMPLATE_HASH_LABEL] = template_hash
@@ -410,6 +464,7 @@ PLATFORMS = (
     ("a10g", A10G_G5),
 )
 OFF_PLATFORM = ("t4", T4_N1)
+RACK_NODES = 16
 POOL_SITE = Site("us-west-2", ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"), "aws://")
 
 
@@ -442,6 +497,8 @@ def pool_nodes(*, nodes: int = 5000, pools: int = 50, platforms: int = 3, seed: 
     membership label (and ``pool.example.com/shared``); every fifth pool's nodes are tainted
     ``pool.example.com/dedicated=<pool>:NoSchedule``. A node is mostly of its pool's main product, sometimes of
     another platform's, ~5 % of a product outside every platform (T4). ~1 % are NotReady, 0.5 % cordoned.
+    A pool's nodes stand in racks of ``RACK_NODES`` (``topology.kubernetes.io/rack`` = ``<pool>-r01``...), each rack
+    in one zone, the racks of a pool going round the site's zones.
     """
     if nodes < 1 or pools < 1:
         raise ValueError("need nodes >= 1 and pools >= 1")
@@ -453,7 +510,8 @@ def pool_nodes(*, nodes: int = 5000, pools: int = 50, platforms: int = 3, seed: 
         pool = pool_name(pool_index)
         roll = rng.random()
         name, kind = OFF_PLATFORM if roll < 0.05 else rows[pool_index % len(rows)] if roll < 0.75 else rng.choice(rows)
-        labels = {POOL_LABEL: pool, POOL_MEMBER_PREFIX + pool: "true"}
+        rack = index // pools // RACK_NODES
+        labels = {POOL_LABEL: pool, POOL_MEMBER_PREFIX + pool: "true", RACK_LABEL: f"{pool}-r{rack + 1:02d}"}
         if shares_next(pool_index, pools) and rng.random() < 0.12:
             labels[SHARED_LABEL] = "true"
             labels[POOL_MEMBER_PREFIX + pool_name(pool_index + 1)] = "true"
@@ -466,6 +524,7 @@ def pool_nodes(*, nodes: int = 5000, pools: int = 50, platforms: int = 3, seed: 
                 kind,
                 index=index,
                 site=POOL_SITE,
+                zone=POOL_SITE.zones[(pool_index + rack) % len(POOL_SITE.zones)],
                 ready="False" if state < 0.01 else "True",
                 cordon_reason=CORDON_REASON if 0.01 <= state < 0.015 else "",
                 labels=labels,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..choices import NodeStatus
 from ..engine.errors import ConfigError, NotFound, TopologyError
-from ..engine.topology import TopologyNode, shapes_to_show, topology_capacity, topology_levels
+from ..engine.topology import TopologyNode, shapes_to_show, topology_capacity, topology_levels, topology_picture
 from ..models import Node, NodeMembership, Pool
 from ..querysets import node_status_q
 
@@ -33,9 +33,19 @@ def pool_capacity(
 
 
 def pool_capacity_of(
-    pool: Pool, *, shapes: Sequence[str] = (), level: str | None = None, gpu_product: str | None = None
+    pool: Pool,
+    *,
+    shapes: Sequence[str] = (),
+    level: str | None = None,
+    gpu_product: str | None = None,
+    picture: bool = False,
 ) -> dict:
-    """``pool_capacity`` of a pool the caller has read as visible already (the pool page's), in one query."""
+    """``pool_capacity`` of a pool the caller has read as visible already (the pool page's), in one query.
+
+    With ``picture``, also ``"picture"``: the pool's GPU nodes drawn by domain of its level with the most domains
+    (``engine.topology.topology_picture``), ``{"level": {"key", "label"}, "rows": [{"path", "label", "free", "gpus",
+    "nodes": [{"name", "gpus", "free", "state"}]}]}`` (``state``: ``full``, ``partly`` or ``free``), or None without
+    levels; the pool page draws it, the API's shape (SEMANTICS §11) has no such part."""
     try:
         wanted_shapes = shapes_to_show(shapes)
     except TopologyError as exc:
@@ -57,7 +67,7 @@ def pool_capacity_of(
         )
     except TopologyError as exc:
         raise ConfigError(str(exc), field="level") from None
-    return {
+    found = {
         "pool": pool.name,
         "levels": [
             {
@@ -80,5 +90,34 @@ def pool_capacity_of(
                 ],
             }
             for each in answer
+        ],
+    }
+    if picture:
+        found["picture"] = _picture(nodes, levels)
+    return found
+
+
+def _picture(nodes: list[TopologyNode], levels) -> dict | None:
+    level, rows = topology_picture(nodes, levels)
+    if level is None:
+        return None
+
+    def state(gpus: int, free: int) -> str:
+        return "full" if free == 0 else "free" if free == gpus else "partly"
+
+    return {
+        "level": {"key": level.key, "label": level.label},
+        "rows": [
+            {
+                "path": row.path,
+                "label": row.path if row.path is not None else f"in no {level.key}",
+                "gpus": sum(gpus for _, gpus, _ in row.nodes),
+                "free": sum(free for _, _, free in row.nodes),
+                "nodes": [
+                    {"name": name, "gpus": gpus, "free": free, "state": state(gpus, free)}
+                    for name, gpus, free in row.nodes
+                ],
+            }
+            for row in rows
         ],
     }

@@ -58,28 +58,15 @@ from pools.engine.workloads import (
 )
 
 from ..models import Backend, NodeMembership, Pod, Pool, Project, WorkloadSums
+from .membership import projects_of
 from .quotas import QUEUE_LABEL
-
-try:  # project members (SEMANTICS §9.4)
-    from .membership import projects_of
-except ImportError:  # pragma: no cover - until project members exist
-
-    def projects_of(user) -> set[str]:
-        return set()
-
-
-try:  # why a pending workload waits (SEMANTICS §10)
-    from .verdicts import pending_verdicts, workload_pending_verdict
-except ImportError:  # pragma: no cover - until verdicts exist
-
-    def pending_verdicts(*, backend_ids=None) -> dict:
-        return {}
-
-    def workload_pending_verdict(key) -> dict | None:
-        return None
-
+from .verdicts import pending_verdicts
+from .workload_keys import workload_key_condition
 
 TERMINATED = ("Succeeded", "Failed")
+# Up to this many pending workloads are judged by their keys, reading only their pools' state; more (a whole list)
+# are judged with every pool of their backends, which costs less than thousands of keys.
+KEYED_VERDICTS = 500
 # The memory PostgreSQL may give one grouping of the pods (``work_mem``; a hash takes twice that): 150,000 pods in
 # 120,000 workloads need about 120 MB, and with the default 4 MB the groups are sorted on disk, five times slower.
 GROUPING_MEMORY = "128MB"
@@ -246,9 +233,22 @@ class WorkloadRows(Sequence):
     and counts only), then every figure of those workloads alone (``_grouped`` over their pods)."""
 
     def __init__(
-        self, pods, having: Q, *, pools, projects, backends: dict[int, str], reason: str = "", shown=None, sums=None
+        self,
+        pods,
+        having: Q,
+        *,
+        pools,
+        projects,
+        backends: dict[int, str],
+        reason: str = "",
+        shown=None,
+        sums=None,
+        judged: bool = True,
     ):
         self._pods, self._having, self._shown, self._sums = pods, having, shown, sums
+        self._judged = judged
+        # The verdicts of the pending workloads of the rows read so far, by key (a workload's page reuses its own).
+        self.verdicts: dict[tuple, dict] = {}
         self._pools, self._projects, self._backends = pools, projects, backends
         self._reason = reason
         self._count: int | None = None
@@ -326,6 +326,18 @@ class WorkloadRows(Sequence):
     def __iter__(self):
         return iter(self._everything())
 
+    def _judge(self, keys: list[tuple]) -> dict[tuple, dict]:
+        """The verdicts of the pending workloads ``keys``: a page's few judged on their own pools only, a whole list's
+        (a reason filter, an export) with every pool of their backends."""
+        if not keys or not self._judged:
+            return {}
+        if len(keys) > KEYED_VERDICTS:
+            found = pending_verdicts(backend_ids=sorted({key[0] for key in keys}))
+        else:
+            found = pending_verdicts(keys=keys)
+        self.verdicts.update((key, found[key]) for key in keys if key in found)
+        return found
+
     def _rows(self, groups: list[dict]) -> list[dict]:
         """The rows of ``groups`` (as ``_grouped`` gives them): their pools, MIG slices, projects and verdicts."""
         if not groups:
@@ -336,9 +348,7 @@ class WorkloadRows(Sequence):
             [key for key, group in zip(keys, groups, strict=True) if group["sliced"]],
             self._pools,
         )
-        verdicts = (
-            pending_verdicts(backend_ids=sorted({key[0] for key in keys})) if any(g["pending"] for g in groups) else {}
-        )
+        verdicts = self._judge([key for key, group in zip(keys, groups, strict=True) if group["pending"]])
         label_pools = {
             (backend_id, node_label["key"], node_label["value"]): name
             for _, name, backend_id, node_label in self._pools
@@ -402,17 +412,6 @@ def _pools_of(group: dict, backend_id: int, label_pools: dict, on_nodes, shown: 
     return sorted(on_nodes)
 
 
-def workload_key_condition(keys) -> Q:
-    """The pods (or sums) of the workloads ``keys`` (backend id, namespace, kind, name) and maybe of a few more: one
-    ``IN`` list per column of the key, which the index ``pod_workload`` serves; callers pick their rows by key. A
-    hundred keys as a hundred ORed conditions cost the ORM more than the query."""
-    keys = list(keys)
-    if not keys:
-        return Q(pk__in=[])
-    backends, namespaces, kinds, names = (sorted(set(column)) for column in zip(*keys, strict=True))
-    return Q(backend_id__in=backends, namespace__in=namespaces, workload_kind__in=kinds, workload_name__in=names)
-
-
 def _pods_details(unplaced_keys, sliced_keys, pools) -> tuple[dict, dict]:
     """For the workloads of a page: the pools of the nodes of those without a pool label or selector, and the MIG
     slices (profile -> count) of those asking for some. Two queries at most, over those workloads' pods only."""
@@ -453,11 +452,14 @@ def _one(filters: Mapping, key: str) -> str:
     return str(value).strip() if value not in (None, "") else ""
 
 
-def workloads_visible(*, user, filters: Mapping | None = None, key: tuple[str, str] | None = None) -> WorkloadRows:
+def workloads_visible(
+    *, user, filters: Mapping | None = None, key: tuple[str, str] | None = None, judged: bool = True
+) -> WorkloadRows:
     """The workloads ``user`` may see, as ``WorkloadRows``; ``filters``: pool, project, user, phase, reason,
     pending (``1``/``true``), backend, namespace. A bad filter value is a ``ConfigError`` naming it; a pool or
     project ``user`` may not see (or that does not exist) leaves no row. ``key``: only the workloads of that
-    ``(kind, name)``."""
+    ``(kind, name)``. ``judged=False`` leaves the verdicts out (the rows' ``reason`` is empty): whether a workload
+    is seen does not depend on why it waits."""
     filters = filters or {}
     pools = _pools()
     projects = _projects()
@@ -517,7 +519,15 @@ def workloads_visible(*, user, filters: Mapping | None = None, key: tuple[str, s
         pools = [pool for pool in pools if pool[1] in names]
         shown = {(backend_id, name) for _, name, backend_id, _ in pools}
     return WorkloadRows(
-        pods, having, pools=pools, projects=projects, backends=backends, reason=reason, shown=shown, sums=sums
+        pods,
+        having,
+        pools=pools,
+        projects=projects,
+        backends=backends,
+        reason=reason,
+        shown=shown,
+        sums=sums,
+        judged=judged or bool(reason),
     )
 
 
@@ -556,25 +566,26 @@ def workload_get(*, user, backend: str | None, namespace: str, name: str, detail
         ),
         key=lambda pair: (backends[pair[0]], kind_rank(pair[1])),
     )
-    found: dict[int, tuple[dict, str]] = {}
+    found: dict[int, tuple[dict, str, dict | None]] = {}
     for backend_id, kind in candidates:
         if backend_id in found:
             continue
         filters = {"backend": backends[backend_id], "namespace": namespace}
         # the first row, not list(): that would ask the rows' length first, a grouping of its own
-        seen = next(iter(workloads_visible(user=user, filters=filters, key=(kind, name))), None)
+        rows = workloads_visible(user=user, filters=filters, key=(kind, name), judged=detail)
+        seen = next(iter(rows), None)
         if seen is not None:
-            found[backend_id] = (seen, kind)
+            found[backend_id] = (seen, kind, rows.verdicts.get((backend_id, namespace, kind, name)))
     if not found:
         raise missing
     if len(found) > 1:
         names = ", ".join(sorted(backends[pk] for pk in found))
         raise ConfigError(f"backend: workload '{namespace}/{name}' exists on backends {names}; name one")
-    backend_id, (row, kind) = next(iter(found.items()))
-    return _detail(row, backend_id, kind) if detail else row
+    backend_id, (row, kind, verdict) = next(iter(found.items()))
+    return _detail(row, backend_id, kind, verdict) if detail else row
 
 
-def _detail(row: dict, backend_id: int, kind: str) -> dict:
+def _detail(row: dict, backend_id: int, kind: str, verdict: dict | None) -> dict:
     pods = list(
         Pod.objects.filter(
             backend_id=backend_id, namespace=row["namespace"], workload_kind=kind, workload_name=row["name"]
@@ -594,9 +605,6 @@ def _detail(row: dict, backend_id: int, kind: str) -> dict:
             "owner_name",
         )
     )
-    verdict = None
-    if row["pods"]["pending"]:
-        verdict = workload_pending_verdict((backend_id, row["namespace"], kind, row["name"]))
     return {
         **row,
         "pod_list": [

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from django.db import connection
 
 from pools.models import Backend, Pod, WorkloadSums
-from pools.selectors.workloads import workload_key_condition, workload_sums
+from pools.selectors.workload_keys import workload_key_condition
+from pools.selectors.workloads import workload_sums
 
 from .bulk import chunks
 

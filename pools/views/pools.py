@@ -92,7 +92,8 @@ def _capacity(pool) -> dict:
     """The page's capacity by topology; a pool whose ``topology_keys`` cannot be read shows why instead."""
     tables_of = {"shapes_table": tables.TOPOLOGY_SHAPES, "domains_table": tables.TOPOLOGY_DOMAINS}
     try:
-        return {"capacity": selectors.pool_capacity_of(pool), **tables_of}
+        capacity = selectors.pool_capacity_of(pool, picture=True)
+        return {"capacity": capacity, "picture": capacity.pop("picture"), **tables_of}
     except ConfigError as exc:
         return {"capacity_error": str(exc)}
 

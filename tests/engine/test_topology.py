@@ -22,6 +22,7 @@ from pools.engine.topology import (
     shapes_to_show,
     topology_capacity,
     topology_levels,
+    topology_picture,
 )
 
 ZONE, RACK = "topology.kubernetes.io/zone", "topology.kubernetes.io/rack"
@@ -256,3 +257,24 @@ def test_a_preferred_gang_fits_in_the_pool_and_says_whether_it_is_split():
     assert (split.fits, split.split, split.pool_slots, split.domains) == (True, True, 8, ())
     nowhere = gang_fit(FLEET, LEVELS, Shape(9, 4), level="zone", required=False)
     assert (nowhere.fits, nowhere.split) == (False, False)
+
+
+def test_the_picture_draws_the_level_with_the_most_domains_a_row_per_domain():
+    levels = topology_levels(
+        [{"key": "zone", "label": "zone"}, {"key": "rack", "label": "rack"}, {"key": "clique", "label": "clique"}]
+    )
+    nodes = [
+        TopologyNode("a2", {"zone": "z1", "rack": "r1"}, "H100", 8, 8),
+        TopologyNode("a1", {"zone": "z1", "rack": "r1"}, "H100", 8, 3),
+        TopologyNode("b1", {"zone": "z1", "rack": "r2", "clique": "c1"}, "GB200", 4, 0),
+        TopologyNode("c1", {"zone": "z2"}, "H100", 8, 0),
+        TopologyNode("cpu", {"zone": "z1", "rack": "r1"}, "", 0, 0),
+    ]
+    level, rows = topology_picture(nodes, levels)
+    assert level.key == "rack"  # zone and rack have 2 domains each: the finer; the clique level has 1
+    assert [(row.path, row.nodes) for row in rows] == [
+        ("z1/r1", (("a1", 8, 5), ("a2", 8, 0))),
+        ("z1/r2", (("b1", 4, 4),)),
+        (None, (("c1", 8, 8),)),  # in no rack; the CPU node is not drawn
+    ]
+    assert topology_picture(nodes, ()) == (None, ())

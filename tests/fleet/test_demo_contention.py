@@ -14,14 +14,15 @@ def test_the_demo_shows_contention_on_robotics_training(demo):
     figures = {row["unit"]: row for row in selectors.quota_figures(user=SYSTEM, pool="robotics-training")}
     sim = figures["sim"]
     assert (sim["allocated"], sim["limit"], sim["pending"], sim["fair_share"]) == (8, 8, 8, 8)  # at its limit
-    assert figures["robotics"]["pending"] == 48 and figures["deep-research"]["pending"] == 16
+    # deep-research: a 2 x 8 gang on the H100s and a 16 x 4 gang that must start inside the NVL72 rack's NVLink domain
+    assert figures["robotics"]["pending"] == 48 and figures["deep-research"]["pending"] == 16 + 64
     capacity = selectors.quota_dashboard(user=SYSTEM, pool="robotics-training")["capacity"]
     assert figures["research"]["request"] + figures["product"]["request"] > capacity  # more asked than there is
 
     dashboard = selectors.quota_dashboard(user=SYSTEM, pool="robotics-training")
     assert dashboard["below_fair_share"][0]["unit"] == "robotics"
     assert "team-a" in {row["unit"] for row in dashboard["above_fair_share"]}
-    assert [row["unit"] for row in dashboard["pending_by_project"]] == ["robotics", "deep-research", "sim"]
+    assert [row["unit"] for row in dashboard["pending_by_project"]] == ["deep-research", "robotics", "sim"]
 
     waiting = Pod.objects.filter(backend__name="gpu-cluster-01", node_name="", gpu__gt=0)
     assert {(pod.namespace, pod.pool_name, pod.phase) for pod in waiting} == {

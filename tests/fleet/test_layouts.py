@@ -90,7 +90,7 @@ def test_the_cluster_of_pools_labels_nodes_and_pods_by_pool_and_never_overcommit
 def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
     counts = {backend: len(demo_nodes(backend)) for backend in DEMO_BACKENDS}
     assert counts == {
-        "gpu-cluster-01": 24,
+        "gpu-cluster-01": 38,
         "graphics-cluster-01": 12,
         "inference-cluster-01": 10,
         "dev-cluster-01": 8,
@@ -103,7 +103,7 @@ def test_the_demo_backends_have_the_nodes_the_demo_and_its_tests_name():
     assert prefixes == {
         "h100-a": 8,
         "a100-b": 8,
-        "gb200-c": 4,
+        "gb200-c": 18,
         "cpu-sys": 4,
         "l40-s": 6,
         "l40s-s": 5,
@@ -191,7 +191,9 @@ def test_the_demo_fleet_writes_what_workloads_read():
     kinds = Counter(record.workload_kind for record in records)
     assert kinds["Job"] > 0 and kinds["DaemonSet"] > 0 and kinds["Deployment"] == 1
     gangs = Counter(record.workload_name for record in records if record.workload_kind == "PodGroup")
-    assert gangs == {"locomotion-pretrain": 6, "vla-pretrain": 2}
+    assert gangs == {"locomotion-pretrain": 6, "vla-pretrain": 2, "world-model-nvl": 16}
+    nvl = [record for record in records if record.workload_name == "world-model-nvl"]
+    assert {r.annotations["kai.scheduler/topology-required-placement"] for r in nvl} == {"nvidia.com/gpu.clique"}
     assert {r.owner_kind for r in records if r.workload_kind == "Deployment"} == {"ReplicaSet"}
     assert all(record.started for record in records if record.phase == "Running")
     unscheduled = [record for record in records if record.phase == "Pending" and not record.node_name]

@@ -293,7 +293,7 @@ def test_events_report_node_changes(fleet):
 
 # -- blueprint -----------------------------------------------------------------------------------------------------
 def test_blueprint_from_list(gpu_blueprint):
-    assert len(gpu_blueprint) == 24 and all(n["kind"] == "Node" for n in gpu_blueprint)
+    assert len(gpu_blueprint) == 38 and all(n["kind"] == "Node" for n in gpu_blueprint)
     assert blueprint_from_list({"kind": "NodeList", "items": [{"metadata": {"name": "x"}}]}) == [
         {"metadata": {"name": "x"}}
     ]
@@ -303,15 +303,15 @@ def test_blueprint_from_list(gpu_blueprint):
 
 def test_blueprint_nodes_are_kept_and_cloned(gpu_blueprint):
     original = json.loads(json.dumps(gpu_blueprint))
-    fleet = Fleet(seed=2, nodes=gpu_blueprint, size=60)
+    fleet = Fleet(seed=2, nodes=gpu_blueprint, size=100)
     assert gpu_blueprint == original  # the blueprint is not modified
     nodes, pods, _ = fleet.state(T0)
     records(nodes, pods)
-    assert len(nodes) == 60
+    assert len(nodes) == 100
     names = [n["metadata"]["name"] for n in nodes]
-    assert names[:24] == [n["metadata"]["name"] for n in gpu_blueprint]
-    assert names[24:27] == ["h100-a-001-c2", "h100-a-002-c2", "h100-a-003-c2"]
-    assert names[48] == "h100-a-001-c3" and len(set(names)) == 60
+    assert names[:38] == [n["metadata"]["name"] for n in gpu_blueprint]
+    assert names[38:41] == ["h100-a-001-c2", "h100-a-002-c2", "h100-a-003-c2"]
+    assert names[76] == "h100-a-001-c3" and len(set(names)) == 100
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for blueprint_node in gpu_blueprint:
         name = blueprint_node["metadata"]["name"]
@@ -322,8 +322,8 @@ def test_blueprint_nodes_are_kept_and_cloned(gpu_blueprint):
             k: v for k, v in blueprint_node["metadata"]["labels"].items() if k != "kubernetes.io/hostname"
         }
         assert by_name[f"{name}-c2"]["status"]["allocatable"] == blueprint_node["status"]["allocatable"]
-    assert len({n["metadata"]["uid"] for n in nodes}) == 60
-    assert len(Fleet(seed=2, nodes=gpu_blueprint).nodes(T0)) == 24
+    assert len({n["metadata"]["uid"] for n in nodes}) == 100
+    assert len(Fleet(seed=2, nodes=gpu_blueprint).nodes(T0)) == 38
     assert len(Fleet(seed=2, nodes=gpu_blueprint, size=5).nodes(T0)) == 5
 
 
@@ -389,7 +389,7 @@ def test_standing_workloads_hold_their_node_or_wait_unscheduled(loaded):
     scheduled = waiting["status"]["conditions"][0]
     assert (scheduled["type"], scheduled["status"], scheduled["reason"]) == ("PodScheduled", "False", "Unschedulable")
     assert "limit" in scheduled["message"]
-    assert standing["locomotion-pretrain-1"]["status"]["conditions"][0]["message"].startswith("0/24 nodes")
+    assert standing["locomotion-pretrain-1"]["status"]["conditions"][0]["message"].startswith("0/38 nodes")
     by_pod = {(r.namespace, r.name): r for r in pod_records}
     assert by_pod[("sim", waiting["metadata"]["name"])].node_name == ""
     assert by_pod[("sim", waiting["metadata"]["name"])].gpu == 8

@@ -29,6 +29,19 @@ def test_the_pool_page_shows_gangs_and_domains_per_level(cluster, actor):
     assert "<td>1×8</td>" in html and '<td class="num">8/8</td>' in html and "<td>r7</td>" in html
 
 
+def test_the_pool_page_draws_each_rack_as_a_row_of_nodes_coloured_by_free_gpus(cluster, actor):
+    page = make_pool(cluster, actor, [{"key": "rack", "label": RACK}]).get("/pools/racked/")
+    html = page.content.decode()
+    assert 'data-testid="rack-picture"' in html and "<strong>By rack</strong>" in html
+    assert '<div class="rack-row" data-domain="r7">' in html
+    assert '<span class="gpu-node free" data-node="n1" data-free="8" title="n1: 8 of 8 GPUs free">8/8</span>' in html
+    assert '<div class="rack-row" data-domain="">' in html and "in no rack" in html  # n2 has no rack label
+    no_levels = {"racked": {"backend": "test-cluster", "topology_keys": []}}
+    services.config_apply(changes={ConfigType.POOL: no_levels}, actor=actor)
+    without = signed_in(person("root2", password=None, is_superuser=True)).get("/pools/racked/")
+    assert 'data-testid="rack-picture"' not in without.content.decode()  # no levels, no picture
+
+
 def test_unreadable_topology_keys_are_explained_on_the_page(cluster, actor):
     page = make_pool(cluster, actor, ["rack"]).get("/pools/racked/")
     assert page.status_code == 200
