@@ -11,7 +11,8 @@ level, the domains grouped again from the nodes' labels and each node's slots di
 same gangs, largest gangs and stranded GPUs.
 
 With ``--database``, it also writes the same nodes (and one pool holding them all, with those topology keys) to a
-fresh database (a temporary SQLite file unless DATABASE_URL is set) and times the selector
+fresh database (a temporary SQLite file unless DATABASE_URL is set), times the pool's page (its topology picture
+included) and the selector
 ``selectors.topology.pool_capacity`` as the API calls it (the pool, its available members, the engine, the
 answer's dict), with, in the same run, the naive way there: every member read as a full ``Node`` object through
 ``pool.memberships``, then the naive engine loop above; both checked against the engine's figures.
@@ -163,6 +164,20 @@ def write_fleet(nodes: list[TopologyNode]) -> None:
     )
 
 
+def pool_page_client():
+    """A test client signed in as a superuser, serving static files by their plain names (no collectstatic)."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.test.utils import override_settings
+
+    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}, ALLOWED_HOSTS=["*"]).enable()
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("bench", password="bench-password-1"))
+    return client
+
+
 def naive_selector(levels, shapes) -> list[tuple]:
     from pools.models import Pool
 
@@ -222,6 +237,10 @@ def main() -> None:
             assert selector_rows(pool_capacity("fleet", user=SYSTEM)) == expected, "the selector disagrees"
         assert naive_selector(levels, shapes) == expected, "the naive way on the database disagrees"
         print(f"the selector ({len(queries)} queries) and the naive way on the database give the same figures")
+        page_client = pool_page_client()
+        page = page_client.get("/pools/fleet/")
+        assert page.status_code == 200 and b'data-testid="rack-picture"' in page.content, page.status_code
+        print(f"the pool page: {len(page.content) / 1024:.0f} KiB of HTML")
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
     target = 50
     naive_iterations = max(1, args.iterations // 5)
@@ -245,6 +264,13 @@ def main() -> None:
                 f"selectors.topology.pool_capacity ({engine_name})",
                 timed(lambda: pool_capacity("fleet", user=SYSTEM), args.runs, args.iterations),
                 args.iterations,
+            )
+        )
+        measures.append(
+            (
+                f"GET /pools/fleet/, the pool page with its topology picture ({engine_name})",
+                timed(lambda: page_client.get("/pools/fleet/"), args.runs, naive_iterations),
+                naive_iterations,
             )
         )
         measures.append(

@@ -10,6 +10,10 @@ from ..engine.topology import TopologyNode, shapes_to_show, topology_capacity, t
 from ..models import Node, NodeMembership, Pool
 from ..querysets import node_status_q
 
+# Past this many GPU nodes the picture counts each domain's nodes by how free they are instead of drawing each one: a
+# cell per node of a 5,000-node pool would be most of a 650 KiB page.
+PICTURE_NODES = 600
+
 
 def pool_capacity(
     name: str,
@@ -43,9 +47,11 @@ def pool_capacity_of(
     """``pool_capacity`` of a pool the caller has read as visible already (the pool page's), in one query.
 
     With ``picture``, also ``"picture"``: the pool's GPU nodes drawn by domain of its level with the most domains
-    (``engine.topology.topology_picture``), ``{"level": {"key", "label"}, "rows": [{"path", "label", "free", "gpus",
-    "nodes": [{"name", "gpus", "free", "state"}]}]}`` (``state``: ``full``, ``partly`` or ``free``), or None without
-    levels; the pool page draws it, the API's shape (SEMANTICS §11) has no such part."""
+    (``engine.topology.topology_picture``), ``{"level": {"key", "label"}, "drawn", "rows": [{"path", "label", "free",
+    "gpus", "node_count", "states": {"full", "partly", "free"}, "nodes": [{"name", "gpus", "free", "state"}]}]}``
+    (``state``: ``full``, ``partly`` or ``free``; ``nodes`` empty and ``drawn`` false past ``PICTURE_NODES`` nodes:
+    the counts by state stand for them), or None without levels; the pool page draws it, the API's shape (SEMANTICS
+    §11) has no such part."""
     try:
         wanted_shapes = shapes_to_show(shapes)
     except TopologyError as exc:
@@ -105,19 +111,24 @@ def _picture(nodes: list[TopologyNode], levels) -> dict | None:
     def state(gpus: int, free: int) -> str:
         return "full" if free == 0 else "free" if free == gpus else "partly"
 
-    return {
-        "level": {"key": level.key, "label": level.label},
-        "rows": [
+    drawn = sum(len(row.nodes) for row in rows) <= PICTURE_NODES
+    pictured = []
+    for row in rows:
+        cells = [
+            {"name": name, "gpus": gpus, "free": free, "state": state(gpus, free)} for name, gpus, free in row.nodes
+        ]
+        counts = {"full": 0, "partly": 0, "free": 0}
+        for cell in cells:
+            counts[cell["state"]] += 1
+        pictured.append(
             {
                 "path": row.path,
                 "label": row.path if row.path is not None else f"in no {level.key}",
-                "gpus": sum(gpus for _, gpus, _ in row.nodes),
-                "free": sum(free for _, _, free in row.nodes),
-                "nodes": [
-                    {"name": name, "gpus": gpus, "free": free, "state": state(gpus, free)}
-                    for name, gpus, free in row.nodes
-                ],
+                "gpus": sum(cell["gpus"] for cell in cells),
+                "free": sum(cell["free"] for cell in cells),
+                "node_count": len(cells),
+                "states": counts,
+                "nodes": cells if drawn else [],
             }
-            for row in rows
-        ],
-    }
+        )
+    return {"level": {"key": level.key, "label": level.label}, "drawn": drawn, "rows": pictured}

@@ -42,6 +42,15 @@ def test_the_pool_page_draws_each_rack_as_a_row_of_nodes_coloured_by_free_gpus(c
     assert 'data-testid="rack-picture"' not in without.content.decode()  # no levels, no picture
 
 
+def test_past_its_limit_the_picture_counts_a_racks_nodes_instead_of_drawing_each(cluster, actor, monkeypatch):
+    import pools.selectors.topology as topology
+
+    monkeypatch.setattr(topology, "PICTURE_NODES", 1)
+    html = make_pool(cluster, actor, [{"key": "rack", "label": RACK}]).get("/pools/racked/").content.decode()
+    assert "too many to draw one by one" in html and 'data-node="n1"' not in html
+    assert '<span class="gpu-node free" data-state="free" data-count="1">1 all free</span>' in html
+
+
 def test_unreadable_topology_keys_are_explained_on_the_page(cluster, actor):
     page = make_pool(cluster, actor, ["rack"]).get("/pools/racked/")
     assert page.status_code == 200
