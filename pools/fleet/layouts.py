@@ -355,13 +355,13 @@ DEMO_WORKLOADS: dict[str, Load] = {
             Standing("infer", "tokenizer-warmup", 0, "robotics-inference", "cpu-i-001", "omar", True),
         ),
     ),
-    # On heterogeneous_pool sim (deserved 0 there) waits with a 32-GPU gang, more than the fair share the pool's
-    # 40 GPUs leave it (over_fair_share).
+    # On heterogeneous_pool sim (deserved 0 there) waits with a 48-GPU gang: more than the pool's 40 GPUs, so above
+    # any fair share they can leave it, whatever the moving jobs ask (over_fair_share).
     "default": Load(
         {"team-a": 1, "robotics": 1, "sim": 1, "infer": 1, "research": 1},
         tuple(
             Standing("sim", f"sdg-sweep-{n}", 8, "heterogeneous_pool", "a100-d-001", "farah", True, group="sdg-sweep")
-            for n in range(1, 5)
+            for n in range(1, 7)
         ),
     ),
     "graphics-cluster-01": Load(
