@@ -51,6 +51,19 @@ def test_past_its_limit_the_picture_counts_a_racks_nodes_instead_of_drawing_each
     assert '<span class="gpu-node free" data-state="free" data-count="1">1 all free</span>' in html
 
 
+def test_a_level_of_many_domains_lists_the_first_and_says_where_the_rest_are(cluster, actor):
+    backend = cluster([node(f"n{i:02d}", labels={RACK: f"r{i:02d}"}, gpu=8) for i in range(30)])
+    services.config_apply(
+        changes={
+            ConfigType.POOL: {"racked": {"backend": backend.name, "topology_keys": [{"key": "rack", "label": RACK}]}}
+        },
+        actor=actor,
+    )
+    html = signed_in(person("root", password=None, is_superuser=True)).get("/pools/racked/").content.decode()
+    assert "<td>r23</td>" in html and "<td>r24</td>" not in html
+    assert "The first 24 of 30 domains" in html and "poolctl pool capacity racked --level rack" in html
+
+
 def test_unreadable_topology_keys_are_explained_on_the_page(cluster, actor):
     page = make_pool(cluster, actor, ["rack"]).get("/pools/racked/")
     assert page.status_code == 200
