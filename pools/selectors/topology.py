@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db.models.fields.json import KT
+
 from ..choices import NodeStatus
 from ..engine.errors import ConfigError, NotFound, TopologyError
 from ..engine.topology import TopologyNode, shapes_to_show, topology_capacity, topology_levels, topology_picture
@@ -60,13 +62,25 @@ def pool_capacity_of(
         levels = topology_levels(pool.topology_keys)
     except TopologyError as exc:
         raise ConfigError(f"pool '{pool.name}': {exc}", field="topology_keys") from None
+    # Only the levels' labels are read of each node (by the database), not every label decoded from JSON: a GPU node
+    # carries some forty.
+    wanted = [each.label for each in levels]
     rows = (
         Node.objects.filter(node_status_q(NodeStatus.AVAILABLE))
         .filter(pk__in=NodeMembership.objects.filter(pool_id=pool.pk).values("node_id"))
         .order_by()
-        .values_list("name", "labels", "gpu_product", "gpu", "gpu_used")
+        .values_list("name", "gpu_product", "gpu", "gpu_used", *(KT(f"labels__{label}") for label in wanted))
     )
-    nodes = [TopologyNode(node, labels or {}, product, gpu, used) for node, labels, product, gpu, used in rows]
+    nodes = [
+        TopologyNode(
+            name,
+            {label: value for label, value in zip(wanted, values, strict=True) if value is not None},
+            product,
+            gpu,
+            used,
+        )
+        for name, product, gpu, used, *values in rows
+    ]
     try:
         answer = topology_capacity(
             pool.name, nodes, levels, wanted_shapes, level=level or None, gpu_product=gpu_product or None
