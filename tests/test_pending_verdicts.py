@@ -207,6 +207,20 @@ def test_a_gang_that_requires_one_rack_waits_for_a_rack_with_room(cluster, actor
     assert workload_pending_verdict(key) == verdict
 
 
+def test_a_rule_too_costly_to_render_refuses_no_synced_pod(lab, actor):
+    bomb = "{{USER_GPU}}{% for i in range(100000) %}{% for j in range(100) %}" + "z" * 100 + "{% endfor %}{% endfor %}"
+    services.config_apply(
+        changes={
+            ConfigType.RESOURCE_VALIDATION: {"bomb": [_rule("LE", bomb, "8", "never read")]},
+            ConfigType.POOL: {"p": {"backend": "lab", "common_resource_validations": ["bomb"]}},
+        },
+        actor=actor,
+    )
+    by_name = {name: verdict for (_, _, _, name), verdict in pending_verdicts(backend_ids=[lab.pk]).items()}
+    assert by_name["vision-small"]["reason"] == "scheduling" and by_name["vision-huge"]["reason"] == "never_fits"
+    assert "never read" not in str(by_name)
+
+
 def test_an_offline_backend_and_a_pool_in_maintenance_come_first(lab, actor):
     Backend.objects.filter(pk=lab.pk).update(last_heartbeat=None)
     found = pending_verdicts(backend_ids=[lab.pk])

@@ -24,7 +24,7 @@ from accounts.access import SYSTEM
 from ..choices import BackendStatus
 from ..engine import validation
 from ..engine import verdicts as engine
-from ..engine.errors import TopologyError
+from ..engine.errors import RenderLimitError, TopologyError
 from ..engine.topology import topology_levels
 from ..engine.workloads import POD_GROUP, REQUIRED_PLACEMENT
 from ..models import Node, NodeMembership, Platform, Pod, Pool, Project, ResourceValidation, backend_status
@@ -102,10 +102,11 @@ class _Live:
             for namespace in namespaces or ():
                 self.owner[namespace] = name
         self._refusals: dict[tuple, str] = {}
+        # Each pending workload's pod shapes (GPUs, CPUs, memory, storage), which the validation rules judge.
         self.shapes: dict[WorkloadKey, set] = {}
         # The projects with a workload waiting on each pool (``pending``; the what-if's project): their units are read
         # even when they hold nothing there.
-        self.waiting: dict[int, set[str]] = {}  # each pending workload's pod shapes (GPUs, CPUs, memory, storage)
+        self.waiting: dict[int, set[str]] = {}
 
     def narrow(self, pool_ids: Iterable[int]) -> None:
         """Read the state of these pools only (the pools of the workloads judged): call before any state is read."""
@@ -324,7 +325,12 @@ class _Live:
             if known is None:
                 gpu, cpu, memory, storage = shape
                 variables = validation.pod_variables(gpu=gpu, cpu=cpu, memory=memory, storage=storage)
-                messages = [validation.refusal_on_empty_nodes(rules, variables, nodes) for rules, nodes in platforms]
+                try:
+                    messages = [
+                        validation.refusal_on_empty_nodes(rules, variables, nodes) for rules, nodes in platforms
+                    ]
+                except RenderLimitError:  # a rule too costly to render is the rule's fault (§7.3): it refuses nothing
+                    messages = [""]
                 known = self._refusals[pool_id, shape] = messages[0] if all(messages) else ""
             if known:
                 return known
