@@ -18,7 +18,6 @@ from pools.selectors.verdicts import (
     pending_verdicts,
     pool_waiting_summary,
     request_verdict,
-    workload_pending_verdict,
 )
 
 
@@ -219,6 +218,11 @@ def test_a_rule_too_costly_to_render_refuses_no_synced_pod(lab, actor):
     by_name = {name: verdict for (_, _, _, name), verdict in pending_verdicts(backend_ids=[lab.pk]).items()}
     assert by_name["vision-small"]["reason"] == "scheduling" and by_name["vision-huge"]["reason"] == "never_fits"
     assert "never read" not in str(by_name)
+
+
+def workload_pending_verdict(key):
+    """One workload's verdict, as its page reads it: judged on its own pool only."""
+    return pending_verdicts(keys=[key]).get(key)
 
 
 def test_an_offline_backend_and_a_pool_in_maintenance_come_first(lab, actor):

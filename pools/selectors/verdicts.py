@@ -28,7 +28,7 @@ from ..engine.errors import RenderLimitError, TopologyError
 from ..engine.topology import topology_levels
 from ..engine.workloads import POD_GROUP, REQUIRED_PLACEMENT
 from ..models import Node, NodeMembership, Platform, Pod, Pool, Project, ResourceValidation, backend_status
-from .pools import DEFAULT_PLATFORM
+from .pools import DEFAULT_PLATFORM, platform_validation_names
 from .quotas import QUEUE_LABEL, _selected_pool, quota_report
 from .workload_keys import workload_key_condition
 
@@ -271,13 +271,22 @@ class _Live:
                 continue  # one of the other workloads the key condition reads
             workload = found.setdefault(
                 key,
-                {"pods": [], "shapes": set(), "firm": 0, "since": None, "message": "", "pool": None, "project": None},
+                {
+                    "pods": [],
+                    "shapes": set(),
+                    "firm": 0,
+                    "since": None,
+                    "message": "",
+                    "pool": None,
+                    "project": None,
+                    "topology": "",
+                },
             )
             workload["pods"] += [_decimal(row["gpu"])] * row["pods"]
             workload["shapes"].add((_decimal(row["gpu"]), _decimal(row["cpu"]), row["memory"], row["storage"]))
             workload["firm"] += row["firm"]
             workload["message"] = max(workload["message"], row["message"] or "")
-            workload["topology"] = max(workload.get("topology", ""), row["placement"] or "")
+            workload["topology"] = max(workload["topology"], row["placement"] or "")
             if row["since"] and (workload["since"] is None or row["since"] < workload["since"]):
                 workload["since"] = row["since"]
             workload["project"] = workload["project"] or self.project_of(row["namespace"], row["queue"])
@@ -347,22 +356,21 @@ class _Live:
         }
         if not any(sets.values()):
             return {}
-        platforms: dict[int, dict[str, list[str]]] = {pool_id: {} for pool_id in self.pools}
-        for pool_id, name, names in Platform.objects.filter(pool_id__in=list(self.pools)).values_list(
+        platforms: dict[int, list] = {pool_id: [] for pool_id in self.pools}
+        for platform in Platform.objects.filter(pool_id__in=list(self.pools)).only(
             "pool_id", "name", "resource_validations"
         ):
-            platforms[pool_id][name] = list(names or ())
+            platforms[platform.pool_id].append(platform)
         ruled: dict[tuple[int, str], list] = {}
         for pool_id, pool in self.pools.items():
             mine = {}
-            for name, own in (platforms[pool_id] or {DEFAULT_PLATFORM: []}).items():
-                rules = [
-                    rule for set_name in [*pool.common_resource_validations, *own] for rule in sets.get(set_name, ())
-                ]
+            for platform in platforms[pool_id] or [None]:  # a pool without platforms has one, with its own rules
+                names = platform_validation_names(pool, platform)
+                rules = [rule for set_name in names for rule in sets.get(set_name, ())]
                 if not rules:  # a platform without such rules takes any pod: the pool refuses none
                     mine = {}
                     break
-                mine[pool_id, name] = rules
+                mine[pool_id, platform.name if platform else DEFAULT_PLATFORM] = rules
             ruled.update(mine)
         if not ruled:
             return {}
@@ -463,15 +471,6 @@ def pending_verdicts(*, backend_ids=None, keys: Iterable[WorkloadKey] | None = N
     """
     found, _ = _judge(_Live(backend_ids) if keys is None else _Live(keys=keys))
     return {key: verdict.as_dict() for key, verdict in found.items()}
-
-
-def workload_pending_verdict(key: WorkloadKey) -> dict | None:
-    """Why one workload waits (``pending_verdicts``' value for ``key``), None when it has no pending pod.
-
-    A workload's verdict reads only its pool's state (verdicts are judged one workload at a time), so its page does
-    not pay for judging every workload of the backend. Restricted by the caller.
-    """
-    return pending_verdicts(keys=[key]).get(key)
 
 
 def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tuple[str, str], int]:
