@@ -36,6 +36,7 @@ from .models import (
     Project,
     QuietGpu,
     ResourceValidation,
+    TopologySums,
     UsageSample,
     UtilizationSample,
     WorkloadSums,
@@ -300,6 +301,12 @@ class PoolPodUsageAdmin(ReadOnlyAdmin):
 class NodeGroupSumsAdmin(ReadOnlyAdmin):
     list_display = ["placements", "backend", "available", "unschedulable", "gpu_product", "nodes", "gpu", "free"]
     list_filter = ["backend", "available", "unschedulable"]
+
+
+@admin.register(TopologySums)
+class TopologySumsAdmin(ReadOnlyAdmin):
+    list_display = ["domain", "pool", "gpu_product", "gpus", "free", "nodes"]
+    list_filter = ["pool"]
 
 
 @admin.register(WorkloadSums)

@@ -393,6 +393,41 @@ class NodeGroupSums(models.Model):
         return f"{self.placements}: {self.nodes} nodes"
 
 
+class TopologySums(models.Model):
+    """A pool's available nodes that share their topology domain, GPU product, whole GPUs and free GPUs, counted.
+
+    What the capacity by topology (SEMANTICS §11, ``selectors.pool_capacity``) reads instead of every member node
+    and its labels: a 5,000-node pool in 300 racks makes a few thousand such rows at most. ``domain`` is the JSON
+    list of the nodes' values of ``levels`` (the JSON list of the pool's level labels, coarsest first), ``null``
+    where a node lacks one; ``gpus`` is a node's allocatable GPUs rounded down and ``free`` its whole free GPUs.
+    One more row per pool, its ``domain`` empty and ``nodes`` 0, says that the set is whole for those levels: a
+    reader finding none (new levels, an upgrade) reads the nodes instead.
+
+    Sync and watch keep them in the transaction that changes the nodes (``services.topology_sums_refresh``): the
+    backend's pools whole after node writes and membership changes, and after a watch batch's pod events only the
+    domains of the nodes whose usage moved.
+    """
+
+    COMPLETE = ""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="topology_sums")
+    levels = models.TextField()
+    domain = models.TextField(blank=True)
+    gpu_product = models.CharField(max_length=128, blank=True)
+    gpus = models.IntegerField(default=0)
+    free = models.IntegerField(default=0)
+    nodes = models.IntegerField(default=0)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool", "domain", "gpu_product", "gpus", "free"]
+        verbose_name_plural = "topology sums"
+
+    def __str__(self):
+        return f"{self.domain or '(whole)'}: {self.nodes} nodes"
+
+
 class PoolPodUsage(models.Model):
     """GPUs requested by the non-terminated pods carrying one pool label value on one backend.
 

@@ -11,11 +11,12 @@ level, the domains grouped again from the nodes' labels and each node's slots di
 same gangs, largest gangs and stranded GPUs.
 
 With ``--database``, it also writes the same nodes (and one pool holding them all, with those topology keys) to a
-fresh database (a temporary SQLite file unless DATABASE_URL is set), times the pool's page (its topology picture
-included) and the selector
-``selectors.topology.pool_capacity`` as the API calls it (the pool, its available members, the engine, the
-answer's dict), with, in the same run, the naive way there: every member read as a full ``Node`` object through
-``pool.memberships``, then the naive engine loop above; both checked against the engine's figures.
+fresh database (a temporary SQLite file unless DATABASE_URL is set), counts the pool's topology sums as a sync does,
+and times the pool's page (its topology picture included) and the selector ``selectors.topology.pool_capacity`` as
+the API calls it (the pool, its kept sums, the engine, the answer's dict), with, in the same run, the way before the
+sums (the member nodes one by one) and the naive way there: every member read as a full ``Node`` object through
+``pool.memberships``, then the naive engine loop above; all checked against the engine's figures. It times keeping
+the sums after a pod event too: the domains of the node whose GPUs moved counted again, against the whole pool.
 
 ``--runs`` runs (3) of ``--iterations`` calls each: it prints the median of the run medians, their spread (lowest
 and highest run median) and the load average before and after.
@@ -139,8 +140,11 @@ def setup_django() -> None:
 
 
 def write_fleet(nodes: list[TopologyNode]) -> None:
-    """The nodes, one backend and one pool ``fleet`` with every node as a member, written directly."""
-    from pools.models import Backend, Node, NodeMembership, Pool
+    """The nodes, one backend and one pool ``fleet`` with every node as a member (placed in it, as the node table
+    reads them), written directly."""
+    from django.db import connection
+
+    from pools.models import Backend, Node, NodeMembership, Pool, placements_text
 
     backend = Backend.objects.create(name="bench")
     pool = Pool.objects.create(name="fleet", backend=backend, topology_keys=TOPOLOGY_KEYS)
@@ -154,6 +158,7 @@ def write_fleet(nodes: list[TopologyNode]) -> None:
                 gpu=Decimal(node.gpus),
                 gpu_used=Decimal(str(node.used)),
                 allocatable={"nvidia.com/gpu": str(node.gpus)},
+                placements=placements_text([(pool.pk, "default")]),
             )
             for node in nodes
         ],
@@ -162,6 +167,9 @@ def write_fleet(nodes: list[TopologyNode]) -> None:
     NodeMembership.objects.bulk_create(
         [NodeMembership(node=row, pool=pool, platform_name="default") for row in rows], batch_size=500
     )
+    if connection.vendor == "postgresql":  # the planner's statistics, as autovacuum keeps them on a live database
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
 
 
 def pool_page_client():
@@ -226,12 +234,27 @@ def main() -> None:
         from django.test.utils import CaptureQueriesContext
 
         from accounts.access import SYSTEM
-        from pools.selectors.topology import pool_capacity
+        from pools.models import Backend, Pool
+        from pools.selectors.topology import _member_nodes, pool_capacity
+        from pools.services.topology_sums import topology_sums_refresh
 
         started = time.perf_counter()
         write_fleet(nodes)
         engine_name = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         print(f"database: {engine_name}, fleet written in {time.perf_counter() - started:.1f} s")
+        backend, pool = Backend.objects.get(name="bench"), Pool.objects.get(name="fleet")
+        started = time.perf_counter()
+        topology_sums_refresh(backend=backend)  # as the sync does once it has written the nodes
+        print(
+            f"topology sums counted whole in {(time.perf_counter() - started) * 1000:.0f} ms: "
+            f"{pool.topology_sums.count()} rows for {len(nodes)} nodes"
+        )
+        one_node = [nodes[len(nodes) // 2].name]  # a pod event moved this node's GPUs
+
+        def from_the_nodes():
+            wanted = [level.label for level in levels]
+            return topology_capacity("fleet", _member_nodes(pool, wanted), levels, shapes)
+
         expected = flatten(capacity)
         with CaptureQueriesContext(connection) as queries:
             assert selector_rows(pool_capacity("fleet", user=SYSTEM)) == expected, "the selector disagrees"
@@ -264,6 +287,27 @@ def main() -> None:
                 f"selectors.topology.pool_capacity ({engine_name})",
                 timed(lambda: pool_capacity("fleet", user=SYSTEM), args.runs, args.iterations),
                 args.iterations,
+            )
+        )
+        measures.append(
+            (
+                f"before the kept sums: the member nodes one by one, then the engine ({engine_name})",
+                timed(from_the_nodes, args.runs, naive_iterations),
+                naive_iterations,
+            )
+        )
+        measures.append(
+            (
+                f"after a pod event: its node's domains counted again ({engine_name})",
+                timed(lambda: topology_sums_refresh(backend=backend, node_names=one_node), args.runs, args.iterations),
+                args.iterations,
+            )
+        )
+        measures.append(
+            (
+                f"after a pod event, naive: the whole pool counted again ({engine_name})",
+                timed(lambda: topology_sums_refresh(backend=backend), args.runs, naive_iterations),
+                naive_iterations,
             )
         )
         measures.append(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Real
 
 from .errors import TopologyError
@@ -56,23 +56,27 @@ WHOLE_POOL = Level(None, None)
 
 @dataclass(frozen=True, slots=True)
 class TopologyNode:
-    """What the capacity of one available node needs: its labels, GPU product, allocatable GPUs and GPUs in use."""
+    """What the capacity of one available node needs: its labels, GPU product, allocatable GPUs and GPUs in use.
+
+    ``count`` above 1 stands for that many nodes alike in all of these (their names aside): the kept sums of a pool's
+    nodes (``models.TopologySums``) come as one per domain, product, whole GPUs and free GPUs."""
 
     name: str
     labels: Mapping[str, str]
     product: str
     gpus: Real
     used: Real
+    count: int = 1
+    # Worked out once (a pool's figures read them per level and shape): allocatable GPUs rounded down, a fraction
+    # of a GPU holding no pod; and whole GPUs no pod holds, capacity rounded down less usage rounded up, never
+    # below zero (SEMANTICS §6).
+    whole_gpus: int = field(init=False, repr=False, compare=False)
+    free: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def whole_gpus(self) -> int:
-        """Allocatable GPUs, rounded down (a fraction of a GPU holds no pod)."""
-        return max(0, math.floor(self.gpus))
-
-    @property
-    def free(self) -> int:
-        """Whole GPUs no pod holds: capacity rounded down less usage rounded up, never below zero (SEMANTICS §6)."""
-        return max(0, self.whole_gpus - math.ceil(self.used))
+    def __post_init__(self):
+        whole = max(0, math.floor(self.gpus))
+        object.__setattr__(self, "whole_gpus", whole)
+        object.__setattr__(self, "free", max(0, whole - math.ceil(self.used)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,18 +180,42 @@ def topology_capacity(
     else:
         nodes = list(nodes)
     sizes = sorted({shape.gpus_per_pod for shape in shapes})
-    slots = [{size: node.free // size for size in sizes} for node in nodes]
-    stranded = {size: sum(node.free % size for node in nodes) for size in sizes}
+    # Each node's figures once, times the nodes it stands for: (count, GPUs, free GPUs, {GPUs per pod: slots}).
+    figures = []
+    for node in nodes:
+        count, free = node.count, node.free
+        figures.append((count, node.whole_gpus * count, free * count, {size: free // size * count for size in sizes}))
+    stranded = {size: sum(node.free % size * node.count for node in nodes) for size in sizes}
     answer = []
     if not level:
-        answer.append(_level_capacity(WHOLE_POOL, [(pool,)] * len(nodes), nodes, slots, shapes, stranded, pool))
+        answer.append(_level_capacity(WHOLE_POOL, [(pool,)] * len(nodes), figures, shapes, stranded, pool))
+    values = _level_values(nodes, levels)
     for depth, each in enumerate(levels, start=1):
         if level and each.key != level:
             continue
-        wanted = [coarser.label for coarser in levels[:depth]]
-        paths = [_domain_values(node.labels, wanted) for node in nodes]
-        answer.append(_level_capacity(each, paths, nodes, slots, shapes, stranded))
+        answer.append(_level_capacity(each, _paths_at(values, depth), figures, shapes, stranded))
     return tuple(answer)
+
+
+def _level_values(nodes: Sequence[TopologyNode], levels: Sequence[Level]) -> list[tuple[str, ...]]:
+    """Each node's values of the levels' labels, coarsest first, up to the first label it lacks."""
+    labels = [each.label for each in levels]
+    answer = []
+    for node in nodes:
+        values = []
+        for label in labels:
+            value = node.labels.get(label)
+            if value is None:
+                break
+            values.append(str(value))
+        answer.append(tuple(values))
+    return answer
+
+
+def _paths_at(values: Sequence[tuple[str, ...]], depth: int) -> list[tuple[str, ...] | None]:
+    """The nodes' domain paths at the level ``depth`` (1 for the coarsest) from ``_level_values``: None for a node
+    lacking one of the labels down to that level."""
+    return [path[:depth] if len(path) >= depth else None for path in values]
 
 
 def _domain_values(labels: Mapping[str, str], wanted: Sequence[str]) -> tuple[str, ...] | None:
@@ -204,25 +232,28 @@ def _domain_values(labels: Mapping[str, str], wanted: Sequence[str]) -> tuple[st
 def _level_capacity(
     level: Level,
     paths: Sequence[tuple[str, ...] | None],
-    nodes: Sequence[TopologyNode],
-    slots: Sequence[Mapping[int, int]],
+    figures: Sequence[tuple[int, int, int, Mapping[int, int]]],
     shapes: Sequence[Shape],
     stranded: Mapping[int, int],
     whole_pool: str | None = None,
 ) -> LevelCapacity:
-    """One level from its nodes' domain paths (None: in no domain) and their pod slots per GPU count."""
+    """One level from its nodes' domain paths (None: in no domain) and their figures: nodes, GPUs, free GPUs and
+    pod slots per GPU count."""
     sums: dict[tuple[str, ...], list] = {}  # path -> [nodes, gpus, free, {GPUs per pod: slots}]
     if whole_pool is not None:
         sums[(whole_pool,)] = [0, 0, 0, dict.fromkeys(stranded, 0)]
-    for path, node, node_slots in zip(paths, nodes, slots, strict=True):
+    for path, (count, gpus, free, node_slots) in zip(paths, figures, strict=True):
         if path is None:
             continue
-        entry = sums.setdefault(path, [0, 0, 0, dict.fromkeys(stranded, 0)])
-        entry[0] += 1
-        entry[1] += node.whole_gpus
-        entry[2] += node.free
-        for size, count in node_slots.items():
-            entry[3][size] += count
+        entry = sums.get(path)
+        if entry is None:
+            entry = sums[path] = [0, 0, 0, dict.fromkeys(stranded, 0)]
+        entry[0] += count
+        entry[1] += gpus
+        entry[2] += free
+        domain_slots = entry[3]
+        for size, slots in node_slots.items():
+            domain_slots[size] += slots
     ordered = sorted(sums.items())
     domains = tuple(Domain(path[-1], "/".join(path), count, gpus, free) for path, (count, gpus, free, _) in ordered)
     return LevelCapacity(
@@ -282,7 +313,7 @@ def domain_slots(nodes: Iterable[TopologyNode], levels: Sequence[Level], level: 
     for node in nodes:
         path = _domain_values(node.labels, wanted)
         if path is not None:
-            sums[path] = sums.get(path, 0) + node.free // gpus_per_pod
+            sums[path] = sums.get(path, 0) + node.free // gpus_per_pod * node.count
     return tuple(DomainSlots("/".join(path), slots) for path, slots in sorted(sums.items()))
 
 
@@ -294,7 +325,7 @@ def gang_fit(
     nodes = list(nodes)
     per_domain = domain_slots(nodes, levels, level, shape.gpus_per_pod)
     taking = tuple(domain for domain in per_domain if domain.slots >= shape.pods)
-    pool_slots = sum(node.free // shape.gpus_per_pod for node in nodes)
+    pool_slots = sum(node.free // shape.gpus_per_pod * node.count for node in nodes)
     if required:
         fits, split = bool(taking), False
     else:
@@ -306,10 +337,11 @@ def gang_fit(
 @dataclass(frozen=True, slots=True)
 class PictureRow:
     """One row of a pool's topology picture: a domain's ``path`` (``None``: the nodes in no domain of the level) and
-    its nodes, each ``(name, whole GPUs, free GPUs)``, by name."""
+    its nodes, each ``(name, whole GPUs, free GPUs, count)`` (``count``: how many nodes alike it stands for, see
+    TopologyNode), by name."""
 
     path: str | None
-    nodes: tuple[tuple[str, int, int], ...]
+    nodes: tuple[tuple[str, int, int, int], ...]
 
 
 def topology_picture(nodes: Iterable[TopologyNode], levels: Sequence[Level]) -> tuple[Level | None, tuple]:
@@ -323,16 +355,16 @@ def topology_picture(nodes: Iterable[TopologyNode], levels: Sequence[Level]) -> 
     if not levels or not gpu_nodes:
         return None, ()
     best: tuple[int, int, Level, list] | None = None
+    values = _level_values(gpu_nodes, levels)
     for depth, each in enumerate(levels, start=1):
-        wanted = [coarser.label for coarser in levels[:depth]]
-        paths = [_domain_values(node.labels, wanted) for node in gpu_nodes]
+        paths = _paths_at(values, depth)
         count = len({path for path in paths if path is not None})
         if best is None or (count, depth) >= (best[0], best[1]):
             best = (count, depth, each, paths)
     _, _, level, paths = best
     rows: dict[tuple[str, ...] | None, list] = {}
     for node, path in zip(gpu_nodes, paths, strict=True):
-        rows.setdefault(path, []).append((node.name, node.whole_gpus, node.free))
+        rows.setdefault(path, []).append((node.name, node.whole_gpus, node.free, node.count))
     ordered = sorted(path for path in rows if path is not None)
     picture = [PictureRow("/".join(path), tuple(sorted(rows[path]))) for path in ordered]
     if None in rows:

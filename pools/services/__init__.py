@@ -5,6 +5,7 @@
 - ``membership``: where each node belongs (pool, platform) and the sums of its node groups
 - ``node_usage``: what pods add to their nodes and pool labels, recomputed or moved by deltas
 - ``workload_sums``: each workload's pods added up, recomputed for the workloads a write touched
+- ``topology_sums``: each pool's available nodes counted by topology domain, kept by the node writes
 - ``leases``: one sync, watch or utilization round at a time across every worker
 - ``watching``: bounded watches of the live backends, as the Celery task ``watch_backend`` runs them
 - ``labels``: gpuctl's label pools and node labels, written to the cluster (all or nothing)

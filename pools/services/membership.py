@@ -19,6 +19,7 @@ from pools.inventory.records import node_record
 from pools.models import Backend, Node, NodeGroupSums, NodeMembership, placements_text
 
 from .bulk import chunks, rows_table
+from .topology_sums import topology_sums_refresh
 
 # The first key of the PostgreSQL advisory lock ``inventory_write_lock`` takes; the second is the backend's id.
 INVENTORY_LOCK_SPACE = 744_690_138
@@ -61,7 +62,8 @@ def inventory_write_lock(backend: Backend) -> None:
 
 
 def node_groups_refresh(*, backend: Backend) -> None:
-    """Recompute the backend's ``NodeGroupSums`` from its nodes: one DELETE and one INSERT ... SELECT.
+    """Recompute the backend's ``NodeGroupSums`` from its nodes (one DELETE and one INSERT ... SELECT), and its pools'
+    ``TopologySums`` (``topology_sums_refresh``).
 
     Called in the transaction that moved nodes between groups or set their usage whole, after those writes: at
     the end of a sync, after a watch batch's node events, after a config change's membership recompute. It costs
@@ -78,6 +80,7 @@ def node_groups_refresh(*, backend: Backend) -> None:
             f"WHERE backend_id = %s AND placements <> '' GROUP BY backend_id, {key}",
             [backend.pk],
         )
+    topology_sums_refresh(backend=backend)
 
 
 def membership_recompute(*, backend: Backend, node_names: Iterable[str] | None = None) -> None:

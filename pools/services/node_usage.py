@@ -17,6 +17,7 @@ from pools.models import Backend, Node, NodeGroupSums, Pod, PoolPodUsage
 
 from .bulk import chunks, rows_table, upsert_rows
 from .membership import GROUP_KEY
+from .topology_sums import topology_sums_refresh
 
 # What a pod adds to its node's and pool label's usage and to its workload's sums, as ``pod_contributions`` reads it.
 POD_CONTRIBUTION_COLUMNS = (
@@ -103,7 +104,8 @@ def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iter
 
     A watch batch changes a few hundred pods of a cluster with hundreds of thousands; adding their
     difference costs three statements (the node groups, the nodes, the pool labels), where recomputing a pool
-    label's sum would read all its pods. A full sync recomputes everything now and then.
+    label's sum would read all its pods, and the topology sums of the domains whose nodes' GPUs moved. A full sync
+    recomputes everything now and then.
     """
     nodes: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     pools: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
@@ -146,6 +148,9 @@ def usage_apply_deltas(*, backend: Backend, removed: Iterable[dict], added: Iter
                 f"gpu_quota = {table}.gpu_quota + excluded.gpu_quota",
                 [*params, backend.pk],
             )
+    moved = [name for name, d in nodes.items() if d["gpu_used"]]
+    if moved:  # the free GPUs of these nodes' domains
+        topology_sums_refresh(backend=backend, node_names=moved)
 
 
 def usage_refresh(*, backend: Backend, node_names: set[str] | None = None, pool_names: set[str] | None = None) -> None:

@@ -322,3 +322,35 @@ def quota_held(row: dict) -> str:
         held += f' · <span class="over-quota">{count(row["over_quota"])} over quota</span>'
     held += f" · fair {count(row['fair_share'])}"
     return mark_safe(f'<div class="quota-held small">{held} {above_limit_mark(row)}</div>')  # numbers only
+
+
+STATE_WORDS = {"partly": "partly free", "free": "all free", "full": "none free"}
+
+
+def rack_row(row: dict, drawn: bool) -> str:
+    """One domain of a pool's topology picture (``selectors.pool_capacity_of(picture=True)``'s row): its name and GPUs
+    free, then each GPU node as free/GPUs coloured by how free it is or, when too many to draw, the nodes counted
+    by state. A pool page draws 300 racks of these."""
+    nodes = row["node_count"]
+    free = f"{count(row['free'])} of {count(row['gpus'])} GPUs free on {count(nodes)} node{'' if nodes == 1 else 's'}"
+    head = (
+        f'<div class="rack-row" data-domain="{escape(row["path"] or "")}"><div class="rack-name">{escape(row["label"])}'
+        f"<small>{free}</small></div>"
+    )
+    if drawn:
+        cells = "".join(
+            f'<span class="gpu-node {node["state"]}" data-node="{escape(node["name"])}" data-free="{node["free"]}" '
+            f'title="{escape(node["name"])}: {node["free"]} of {node["gpus"]} GPUs free">{node["free"]}/{node["gpus"]}'
+            "</span>"
+            for node in row["nodes"]
+        )
+        body = f'<div class="rack-nodes">{cells}</div>'
+    else:
+        cells = "".join(
+            f'<span class="gpu-node {state}" data-state="{state}" data-count="{number}">{count(number)} '
+            f"{STATE_WORDS[state]}</span>"
+            for state, number in row["states"].items()
+            if number
+        )
+        body = f'<div class="rack-nodes" data-counted>{cells}</div>'
+    return mark_safe(f"{head}{body}</div>")  # noqa: S308 - every text above is escaped

@@ -26,6 +26,7 @@ register = template.Library()
 register.filter("count", formats.count)
 register.filter("held_gpus", utilization_tables.held_gpus)
 register.filter("node_gpu_cell", cells.gpu_cell)  # a node's GPUs and MIG slices, as the node table shows them
+register.filter("rack_row", cells.rack_row)  # a domain of a pool's topology picture
 register.filter("idle_gpus", utilization_tables.idle_gpus)
 register.filter("workload_gpus", workload_tables.workload_gpus)  # a workload's GPUs and MIG slices
 register.filter("duration", formats.human_duration)

@@ -76,7 +76,6 @@ class PoolDetail(DoorPage):
                 ],
                 "summary": row["summary"],
                 "products": selectors.summary_products(row["summary"]),
-                "nodes": selectors.resource_list(user=request.user, filters={"pool": pool.name}),
                 "workloads": selectors.pool_workloads(pool),
                 "waiting": selectors.pool_waiting_summary(pool),
                 "ranges": list(selectors.PERIODS),

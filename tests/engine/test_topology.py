@@ -4,6 +4,7 @@ fleets."""
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -215,6 +216,24 @@ def test_gangs_and_largest_gang_match_every_placement(nodes, pods, gpus_per_pod)
         assert answer.stranded == sum(node.free % gpus_per_pod for node in fleet)
 
 
+@settings(max_examples=150, deadline=None)
+@given(nodes=small_nodes, sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3))
+def test_nodes_counted_alike_answer_as_the_nodes_one_by_one(nodes, sizes):
+    """The kept sums stand for their nodes: a TopologyNode with ``count`` n answers as n such nodes."""
+    fleet = [gpu_node(f"n{i}", zone, rack, gpus=gpus, used=used) for i, (zone, rack, gpus, used) in enumerate(nodes)]
+    alike = Counter((tuple(sorted(node.labels.items())), node.whole_gpus, node.free) for node in fleet)
+    counted = [
+        TopologyNode("", dict(labels), "H100", gpus, gpus - free, count)
+        for (labels, gpus, free), count in alike.items()
+    ]
+    shapes = tuple(Shape(pods, size) for pods, size in zip((1, 2, 3), sizes, strict=False))
+    assert topology_capacity("p", counted, LEVELS, shapes) == topology_capacity("p", fleet, LEVELS, shapes)
+    shape = shapes[0]
+    assert gang_fit(counted, LEVELS, shape, level="rack", required=False) == gang_fit(
+        fleet, LEVELS, shape, level="rack", required=False
+    )
+
+
 # --- one gang's place: per-domain pod slots for one shape (the what-if's topology) -------------------------------
 
 
@@ -273,8 +292,8 @@ def test_the_picture_draws_the_level_with_the_most_domains_a_row_per_domain():
     level, rows = topology_picture(nodes, levels)
     assert level.key == "rack"  # zone and rack have 2 domains each: the finer; the clique level has 1
     assert [(row.path, row.nodes) for row in rows] == [
-        ("z1/r1", (("a1", 8, 5), ("a2", 8, 0))),
-        ("z1/r2", (("b1", 4, 4),)),
-        (None, (("c1", 8, 8),)),  # in no rack; the CPU node is not drawn
+        ("z1/r1", (("a1", 8, 5, 1), ("a2", 8, 0, 1))),
+        ("z1/r2", (("b1", 4, 4, 1),)),
+        (None, (("c1", 8, 8, 1),)),  # in no rack; the CPU node is not drawn
     ]
     assert topology_picture(nodes, ()) == (None, ())

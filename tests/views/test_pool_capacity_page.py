@@ -49,6 +49,7 @@ def test_past_its_limit_the_picture_counts_a_racks_nodes_instead_of_drawing_each
     html = make_pool(cluster, actor, [{"key": "rack", "label": RACK}]).get("/pools/racked/").content.decode()
     assert "too many to draw one by one" in html and 'data-node="n1"' not in html
     assert '<span class="gpu-node free" data-state="free" data-count="1">1 all free</span>' in html
+    assert "8 of 8 GPUs free on 1 node</small>" in html  # counted from the kept sums, not from nodes drawn
 
 
 def test_a_level_of_many_domains_lists_the_first_and_says_where_the_rest_are(cluster, actor):
@@ -68,3 +69,11 @@ def test_unreadable_topology_keys_are_explained_on_the_page(cluster, actor):
     page = make_pool(cluster, actor, ["rack"]).get("/pools/racked/")
     assert page.status_code == 200
     assert "topology_keys[0] must be {key, label}" in page.content.decode()
+
+
+def test_the_page_loads_its_nodes_from_the_node_table_of_the_pool(cluster, actor):
+    client = make_pool(cluster, actor, [])
+    html = client.get("/pools/racked/").content.decode()
+    assert 'hx-get="/nodes/?pool=racked" hx-trigger="load"' in html and "n1" not in html.split('id="node-table"')[1]
+    fragment = client.get("/nodes/?pool=racked", HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.strip().startswith('<div id="node-table"') and "n1" in fragment and "n2" in fragment

@@ -39,6 +39,10 @@ def test_the_racks_of_a_pool_drawn_and_a_gang_asked_inside_the_nvlink_domain(liv
     nvl = picture.locator(".rack-row[data-domain$='/gb200-c-r1'] .gpu-node")
     assert 12 <= nvl.count() <= 18
     assert {cell.inner_text().split("/")[1] for cell in nvl.all()} == {"4"}
+    # the pool's nodes, from the node table filtered to the pool, load once the page is shown
+    nodes = page.locator("#node-table tbody tr")
+    nodes.first.wait_for()
+    assert nodes.count() >= 1 and "rows" in page.locator("#node-table .table-foot").inner_text()
     look(page, "pool-racks", found)
 
     # The planner's question: can 16 pods of 4 GPUs start inside one NVLink domain now?
