@@ -39,7 +39,9 @@ from .models import (
     TopologySums,
     UsageSample,
     UtilizationSample,
+    VerdictRound,
     WorkloadSums,
+    WorkloadVerdict,
 )
 
 
@@ -307,6 +309,18 @@ class NodeGroupSumsAdmin(ReadOnlyAdmin):
 class TopologySumsAdmin(ReadOnlyAdmin):
     list_display = ["domain", "pool", "gpu_product", "gpus", "free", "nodes"]
     list_filter = ["pool"]
+
+
+@admin.register(VerdictRound)
+class VerdictRoundAdmin(ReadOnlyAdmin):
+    list_display = ["backend", "judged_at", "workloads", "seconds", "config_revision"]
+
+
+@admin.register(WorkloadVerdict)
+class WorkloadVerdictAdmin(ReadOnlyAdmin):
+    list_display = ["workload_name", "workload_kind", "namespace", "backend", "pool", "gpus", "reason"]
+    list_filter = ["backend", "reason"]
+    search_fields = ["workload_name", "namespace"]
 
 
 @admin.register(WorkloadSums)

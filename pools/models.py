@@ -494,6 +494,52 @@ class WorkloadSums(models.Model):
         return f"{self.namespace}/{self.workload_name}: {self.pods} pods"
 
 
+class VerdictRound(models.Model):
+    """When the worker last judged every pending workload of a backend (``services.workload_verdicts_keep``), and the
+    newest config revision it judged them under: its ``WorkloadVerdict`` rows are read while this is recent and no
+    config changed since (``selectors.pending_verdicts``)."""
+
+    backend = models.OneToOneField(Backend, on_delete=models.CASCADE, related_name="verdict_round")
+    judged_at = models.DateTimeField(help_text="when the state the verdicts were judged from began to be read")
+    config_revision = models.BigIntegerField(default=0, help_text="the newest config revision's id then")
+    workloads = models.IntegerField(default=0)
+    seconds = models.FloatField(default=0, help_text="how long judging took")
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    def __str__(self):
+        return f"{self.backend}: {self.workloads} verdicts at {self.judged_at:%H:%M:%S}"
+
+
+class WorkloadVerdict(models.Model):
+    """Why one pending workload waits (SEMANTICS §10), as the worker's last ``VerdictRound`` of its backend judged it.
+
+    ``verdict`` is ``selectors.pending_verdicts``' value for the workload; ``pool`` the pool it waits on (none: no
+    pool takes it) and ``gpus`` the GPUs it asks, which the pool page's line and ``/metrics`` add up.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="workload_verdicts")
+    namespace = models.CharField(max_length=253)
+    workload_kind = models.CharField(max_length=64, blank=True)
+    workload_name = models.CharField(max_length=253, blank=True)
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    gpus = models.DecimalField(max_digits=20, decimal_places=3, default=0)
+    reason = models.CharField(max_length=32)
+    verdict = models.JSONField(default=dict)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["backend", "namespace", "workload_name", "workload_kind"]
+        indexes = [
+            models.Index(fields=["backend", "namespace", "workload_kind", "workload_name"], name="verdict_workload"),
+            models.Index(fields=["pool", "reason"], name="verdict_pool"),
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.workload_name}: {self.reason}"
+
+
 class NodeMembership(models.Model):
     """A node belongs to a (pool, platform): the platform's merged template selects it (SEMANTICS.md §5).
 

@@ -56,6 +56,7 @@ def _sync_backend(backend_id: int) -> dict:
         logger.warning("sync of backend %s failed: %s", backend.name, exc)
         return {"error": str(exc)}
     result.pop("resource_versions", None)
+    services.workload_verdicts_keep_quietly(backend=backend)  # judged again from what the sync wrote
     return result
 
 

@@ -15,8 +15,10 @@ for a superuser:
   number of pending workloads;
 - with ``--verdicts``, also ``selectors.pending_verdicts()`` for every pending workload, and how the verdicts move
   with watch events: three times, the running pods of a full node of a pool where a workload waits for capacity are
-  deleted through ``watch_events_apply``, then the backend's verdicts are read again (the database it leaves has
-  those pods gone: build it again for the figures of the other cases).
+  deleted through ``watch_events_apply``, the backend judged and kept again as its watch does
+  (``services.workload_verdicts_keep``), then its verdicts are read (the database it leaves has those pods gone:
+  build it again for the figures of the other cases). The cases are timed twice: judged live (no round kept, as
+  without a worker), then read from the worker's round, whose own cost is timed between.
 
 Each is run ``--runs`` times (3) of ``--iterations`` calls; it prints the median of the run medians, their spread,
 the SQL query count and the load average before and after. Use PostgreSQL (``DATABASE_URL``) for the figures of
@@ -161,8 +163,10 @@ def freed_node_moves_verdicts(rounds: int) -> list[dict]:
         started = time.perf_counter()
         services.watch_events_apply(backend=backend, events=events, trusted_versions=False)
         applied = time.perf_counter()
-        after = selectors.pending_verdicts(backend_ids=[backend.pk])
+        services.workload_verdicts_keep(backend=backend)  # what the watch does after its batch
         judged = time.perf_counter()
+        after = selectors.pending_verdicts(backend_ids=[backend.pk])
+        read = time.perf_counter()
         changed = sum(1 for key, verdict in after.items() if _judged(before.get(key)) != _judged(verdict))
         rounds_done.append(
             {
@@ -171,6 +175,7 @@ def freed_node_moves_verdicts(rounds: int) -> list[dict]:
                 "pods": len(pods),
                 "apply_ms": (applied - started) * 1000,
                 "verdicts_ms": (judged - applied) * 1000,
+                "read_ms": (read - judged) * 1000,
                 "changed": changed,
             }
         )
@@ -257,28 +262,51 @@ def main() -> None:
         cases.insert(3, ("selectors.pending_verdicts() (every pending workload)", lambda: selectors.pending_verdicts()))
     from django.utils import timezone
 
-    from pools.models import Backend
+    from pools import services
+    from pools.models import Backend, VerdictRound
 
     Backend.objects.update(last_heartbeat=timezone.now())  # online, as its watch would keep it
+    bench = Backend.objects.get(name="bench")
+
+    def measure(cases, before=lambda: None):
+        for name, function in cases:
+            iterations = 1 if name.startswith("naive") else args.iterations
+            before()
+            figures = timed(function, args.runs, iterations)
+            with CaptureQueriesContext(connection) as captured:
+                answer = function()
+            if hasattr(answer, "status_code"):
+                assert answer.status_code == 200, answer.status_code
+            print(
+                f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
+                f"{args.runs}x{iterations}), {len(captured)} SQL queries"
+            )
+
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
-    for name, function in cases:
-        iterations = 1 if name.startswith("naive") else args.iterations
-        figures = timed(function, args.runs, iterations)
-        with CaptureQueriesContext(connection) as captured:
-            answer = function()
-        if hasattr(answer, "status_code"):
-            assert answer.status_code == 200, answer.status_code
+    if args.verdicts:
+        VerdictRound.objects.all().delete()
+        print("judged live, as without a worker (no round kept):")
+    measure(cases)
+    if args.verdicts:
+        live = selectors.pending_verdicts()
+        figures = timed(lambda: services.workload_verdicts_keep(backend=bench), args.runs, 1)
         print(
-            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
-            f"{args.runs}x{iterations}), {len(captured)} SQL queries"
+            f"the worker's round, services.workload_verdicts_keep (every pending workload judged and kept): median "
+            f"{figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, {args.runs}x1)"
+        )
+        assert selectors.pending_verdicts() == live, "the kept verdicts differ from the live ones"
+        print("read from the round the worker kept (the same verdicts as judged live):")
+        measure(
+            [case for case in cases if not case[0].startswith("naive")],
+            before=lambda: services.workload_verdicts_keep(backend=bench),  # fresh for each case, as a watch keeps it
         )
     if args.verdicts:
         print("a node freed by watch events (its running pods deleted), then the backend's verdicts read again:")
         for done in freed_node_moves_verdicts(3):
             print(
                 f"  pool {done['pool']}, node {done['node']} ({done['pods']} pods): applied in "
-                f"{done['apply_ms']:.1f} ms, verdicts in {done['verdicts_ms']:.1f} ms, "
-                f"{done['changed']} verdicts changed"
+                f"{done['apply_ms']:.1f} ms, judged and kept in {done['verdicts_ms']:.1f} ms, read in "
+                f"{done['read_ms']:.1f} ms, {done['changed']} verdicts changed"
             )
     print(f"load average after: {loadavg()}")
 

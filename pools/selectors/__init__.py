@@ -177,6 +177,12 @@ from .utilization import (
     utilization_source,
     workload_context,
 )
-from .verdicts import pending_verdicts, pending_workload_counts, pool_waiting_summary, request_verdict
+from .verdicts import (
+    judged_verdicts,
+    pending_verdicts,
+    pending_workload_counts,
+    pool_waiting_summary,
+    request_verdict,
+)
 from .whatif import project_quota_check
 from .workloads import WorkloadRows, workload_get, workloads_visible

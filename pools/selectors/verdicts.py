@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from datetime import timedelta
 from decimal import Decimal
 from functools import cached_property
 
@@ -27,7 +28,21 @@ from ..engine import verdicts as engine
 from ..engine.errors import RenderLimitError, TopologyError
 from ..engine.topology import topology_levels
 from ..engine.workloads import POD_GROUP, REQUIRED_PLACEMENT
-from ..models import Node, NodeMembership, Platform, Pod, Pool, Project, ResourceValidation, backend_status
+from ..models import (
+    Backend,
+    ConfigRevision,
+    Node,
+    NodeMembership,
+    Platform,
+    Pod,
+    Pool,
+    Project,
+    ResourceValidation,
+    VerdictRound,
+    WorkloadSums,
+    WorkloadVerdict,
+    backend_status,
+)
 from .pools import DEFAULT_PLATFORM, platform_validation_names
 from .quotas import QUEUE_LABEL, _selected_pool, quota_report
 from .workload_keys import workload_key_condition
@@ -37,6 +52,9 @@ TERMINATED = ("Succeeded", "Failed")
 PRIORITY_CLASSES = {"train": 50, "interactive-preemptible": 75, "build": 100, "inference": 125}
 DEFAULT_PRIORITY = 50
 ZERO = Decimal(0)
+# The worker's kept verdicts of a backend are read while its last round is this recent (it judges again a few seconds
+# after each watch batch, and after each sync): past it, or after any config change, they are judged live again.
+KEPT_SECONDS = 15
 
 WorkloadKey = tuple[int, str, str, str]
 
@@ -460,6 +478,104 @@ def _judge(live: _Live) -> tuple[dict[WorkloadKey, engine.Verdict], dict[Workloa
     return found, where
 
 
+def judged_verdicts(backend_id: int) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
+    """Every pending workload of the backend judged from the live state: the verdicts and, for each, its pool's id
+    and the GPUs it asks. What ``services.workload_verdicts_keep`` keeps."""
+    found, where = _judge(_Live([backend_id]))
+    return {key: verdict.as_dict() for key, verdict in found.items()}, where
+
+
+def _judged_live(live: _Live) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
+    found, where = _judge(live)
+    return {key: verdict.as_dict() for key, verdict in found.items()}, where
+
+
+def _fresh_backends(backend_ids: Iterable[int] | None) -> set[int]:
+    """The backends (of ``backend_ids``; None: any) whose kept verdicts may be read: judged by the worker less than
+    ``KEPT_SECONDS`` ago, under the newest config revision (a quota or pool changed since: judged live again)."""
+    rounds = VerdictRound.objects.filter(judged_at__gte=timezone.now() - timedelta(seconds=KEPT_SECONDS))
+    if backend_ids is not None:
+        rounds = rounds.filter(backend_id__in=list(backend_ids))
+    rounds = list(rounds.values_list("backend_id", "config_revision"))
+    if not rounds:
+        return set()
+    newest = ConfigRevision.objects.aggregate(newest=Max("id"))["newest"] or 0
+    return {backend_id for backend_id, revision in rounds if revision == newest}
+
+
+def _kept(
+    fresh: set[int], *, keys: set[WorkloadKey] | None = None, pool: Pool | None = None
+) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]], set[WorkloadKey]]:
+    """The kept verdicts of the workloads that still wait on the backends ``fresh`` (only ``keys``, or only those
+    on ``pool``), their pools and GPUs, and the waiting workloads the round did not judge (new since): two or three
+    queries, the workloads still waiting read from ``WorkloadSums``."""
+    waiting = WorkloadSums.objects.filter(backend_id__in=fresh, pending__gt=0)
+    kept = WorkloadVerdict.objects.filter(backend_id__in=fresh)
+    if keys is not None:
+        waiting = waiting.filter(workload_key_condition(keys))
+        kept = kept.filter(workload_key_condition(keys))
+    key_fields = ("backend_id", "namespace", "workload_kind", "workload_name")
+    waiting_keys = set(waiting.order_by().values_list(*key_fields))
+    if keys is not None:
+        waiting_keys &= keys
+    judged = set(kept.order_by().values_list(*key_fields)) if pool is not None else None
+    if pool is not None:
+        kept = kept.filter(pool=pool)
+    found: dict[WorkloadKey, dict] = {}
+    where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
+    seen = set()
+    for *key, pool_id, gpus, reason, verdict in kept.order_by().values_list(
+        *key_fields, "pool_id", "gpus", "reason", "verdict"
+    ):
+        key = tuple(key)
+        seen.add(key)
+        if reason and key in waiting_keys:
+            found[key] = verdict
+            where[key] = (pool_id, _decimal(gpus))
+    return found, where, waiting_keys - (judged if judged is not None else seen)
+
+
+def _verdicts(
+    *, backend_ids=None, keys: Iterable[WorkloadKey] | None = None, pool: Pool | None = None, quota_rows=None
+) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
+    """The verdicts (and each one's pool id and GPUs asked) of the pending workloads of ``backend_ids`` (None: every
+    backend), or of ``keys``, or of those waiting on ``pool``: kept ones where the worker's round is fresh, the
+    workloads it did not judge (new since) judged by their keys, and every backend without a fresh round live."""
+    if pool is not None:
+        backend_ids = [pool.backend_id]
+    if keys is not None:
+        keys = set(keys)
+        backend_ids = {key[0] for key in keys}
+    fresh = _fresh_backends(backend_ids)
+    found: dict[WorkloadKey, dict] = {}
+    where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
+    new: set[WorkloadKey] = set()
+    if fresh:
+        mine = None if keys is None else {key for key in keys if key[0] in fresh}
+        found, where, new = _kept(fresh, keys=mine, pool=pool)
+    if new:
+        more, more_where = _judged_live(_Live(keys=new))
+        found.update(more)
+        where.update(more_where)
+    if keys is not None:
+        stale = {key for key in keys if key[0] not in fresh}
+        live = _Live(keys=stale) if stale else None
+    elif pool is not None:
+        live = None if fresh else _Live(pool=pool)
+    elif fresh:
+        others = set(Backend.objects.values_list("id", flat=True)) - fresh
+        if backend_ids is not None:
+            others &= set(backend_ids)
+        live = _Live(sorted(others), quota_rows=quota_rows) if others else None
+    else:
+        live = _Live(backend_ids, quota_rows=quota_rows)
+    if live is not None:
+        more, more_where = _judged_live(live)
+        found.update(more)
+        where.update(more_where)
+    return found, where
+
+
 def pending_verdicts(*, backend_ids=None, keys: Iterable[WorkloadKey] | None = None) -> dict[WorkloadKey, dict]:
     """Why each pending workload waits, keyed by (backend id, namespace, workload kind, workload name).
 
@@ -468,31 +584,34 @@ def pending_verdicts(*, backend_ids=None, keys: Iterable[WorkloadKey] | None = N
     workload with a pending pod always has one. With ``keys``, only those workloads (those of them with a pending pod)
     are judged, reading only their pools' state: a page of a list. Restricted by the caller: this reads every pool
     of the backends.
+
+    Where the worker judged a backend's workloads less than ``KEPT_SECONDS`` ago under the current config
+    (``services.workload_verdicts_keep``, after its watch batches and syncs), those verdicts are read instead.
     """
-    found, _ = _judge(_Live(backend_ids) if keys is None else _Live(keys=keys))
-    return {key: verdict.as_dict() for key, verdict in found.items()}
+    found, _ = _verdicts(backend_ids=backend_ids, keys=keys)
+    return found
 
 
 def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tuple[str, str], int]:
     """Pending workloads per (pool, reason), for ``/metrics``; workloads of no pool are left out. ``quota_rows`` are
     ``quota_report``'s rows for every unit and pool when the caller has them already (a scrape reads them once)."""
-    live = _Live(quota_rows=quota_rows)
-    found, where = _judge(live)
+    found, where = _verdicts(quota_rows=quota_rows)
+    names = dict(Pool.objects.values_list("id", "name"))
     counts: Counter = Counter()
     for key, verdict in found.items():
         pool_id = where[key][0]
-        if pool_id is not None:
-            counts[live.pools[pool_id].name, verdict.reason] += 1
+        if pool_id in names:
+            counts[names[pool_id], verdict["reason"]] += 1
     return dict(counts)
 
 
 def pool_waiting_summary(pool: Pool) -> dict:
     """The pool page's line: how many workloads wait on ``pool``, the GPUs they ask, and how many for each reason
     (most first): ``{"workloads", "gpus", "reasons": [(reason, count)], "text"}``."""
-    found, where = _judge(_Live(pool=pool))
+    found, where = _verdicts(pool=pool)
     mine = [key for key, (pool_id, _) in where.items() if pool_id == pool.pk]
     gpus = sum((where[key][1] for key in mine), ZERO)
-    reasons = Counter(found[key].reason for key in mine)
+    reasons = Counter(found[key]["reason"] for key in mine)
     ordered = sorted(reasons.items(), key=lambda item: (-item[1], engine.REASONS.index(item[0])))
     figure = int(gpus) if gpus == int(gpus) else float(gpus)
     text = ""

@@ -5,6 +5,7 @@
 - ``membership``: where each node belongs (pool, platform) and the sums of its node groups
 - ``node_usage``: what pods add to their nodes and pool labels, recomputed or moved by deltas
 - ``workload_sums``: each workload's pods added up, recomputed for the workloads a write touched
+- ``workload_verdicts``: why each pending workload waits, judged by the worker and kept for the doors
 - ``topology_sums``: each pool's available nodes counted by topology domain, kept by the node writes
 - ``leases``: one sync, watch or utilization round at a time across every worker
 - ``watching``: bounded watches of the live backends, as the Celery task ``watch_backend`` runs them
@@ -67,6 +68,7 @@ from .utilization import (
     utilization_record_all,
 )
 from .watching import WatchBusy, backend_watch_for, watch_task_seconds
+from .workload_verdicts import workload_verdicts_keep, workload_verdicts_keep_quietly
 
 __all__ = [
     "UtilizationBusy",
@@ -115,6 +117,8 @@ __all__ = [
     "lease_release",
     "membership_recompute",
     "node_groups_refresh",
+    "workload_verdicts_keep",
+    "workload_verdicts_keep_quietly",
     "node_label",
     "pool_maintenance_set",
     "pool_permissions_sync",

@@ -27,6 +27,7 @@ from pools.models import Backend
 
 from .inventory import backend_watch
 from .leases import lease_acquire, lease_keep, lease_owner, lease_release
+from .workload_verdicts import JUDGE_SECONDS, workload_verdicts_keep_quietly
 
 # backend_watch's own default: renewed every third of it while watching; a dead holder's lease frees itself after it.
 WATCH_LEASE_SECONDS = 60
@@ -54,11 +55,15 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
     if not lease_acquire(name=lease, owner=owner, seconds=lease_seconds):
         raise WatchBusy(f"backend '{backend.name}' is already being watched; this watch did not start")
     applied = {"batches": 0, "nodes": 0, "pods": 0}
+    judged = [0.0]  # when this watch last judged the backend's pending workloads (monotonic clock)
 
     def count(counts: dict) -> None:
         applied["batches"] += 1
         applied["nodes"] += counts.get("nodes", 0)
         applied["pods"] += counts.get("pods", 0)
+        if (counts.get("nodes") or counts.get("pods")) and time.monotonic() - judged[0] >= JUDGE_SECONDS:
+            workload_verdicts_keep_quietly(backend=backend)  # the verdicts move with the batches
+            judged[0] = time.monotonic()
 
     stop, lost = threading.Event(), threading.Event()
     timer = threading.Timer(seconds, stop.set)
