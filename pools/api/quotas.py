@@ -30,8 +30,9 @@ class QuotaSimulateView(QuotaView):
     @extend_schema(
         summary="Simulate fair shares",
         description="Divides `capacity` GPUs among departments and their projects as KAI Scheduler's proportion "
-        "plugin does (SEMANTICS §9.1) and answers each unit's fair share. Reads and writes no data; any signed-in "
-        "caller may use it. Every problem of the input is a 400 naming its field (`queues[3].deserved`).",
+        "plugin does (SEMANTICS §9.1) and answers each unit's fair share; with `k_value` above 0, by past usage "
+        "too (each queue's `usage`, §9.3). Reads and writes no data; any signed-in caller may use it. Every problem "
+        "of the input is a 400 naming its field (`queues[3].deserved`).",
         request=serializers.QuotaSimulationSerializer,
         responses={200: serializers.FairShareSerializer, 400: ERRORS},
     )

@@ -55,7 +55,9 @@ MAX_QUEUES = 100_000
 MAX_MAGNITUDE = 10**15
 MAX_DENOMINATOR = 10**18
 
-QUEUE_FIELDS = ("name", "parent", "deserved", "limit", "over_quota_weight", "priority", "request", "creation_order")
+QUEUE_FIELDS = (
+    "name", "parent", "deserved", "limit", "over_quota_weight", "priority", "request", "creation_order", "usage"
+)  # fmt: skip
 
 
 class Queue(NamedTuple):
@@ -63,7 +65,8 @@ class Queue(NamedTuple):
 
     ``deserved`` -1 means the whole amount being divided; ``limit`` -1 unlimited, 0 nothing; ``over_quota_weight``
     None means no over-quota (limit = deserved); ``priority`` ranks siblings, higher first; ``request`` is ignored
-    for a queue that has children (their sum is used); ``creation_order`` defaults to the position in the input.
+    for a queue that has children (their sum is used); ``creation_order`` defaults to the position in the input;
+    ``usage`` (0 to 1) is its past usage, which only a ``k_value`` above 0 reads (SEMANTICS §9.3).
 
     An immutable record, and a cheap one to build: ``quota_figures`` builds one per unit and pool, 11,000 for 550
     units on 20 pools (a frozen dataclass took five times as long).
@@ -77,15 +80,21 @@ class Queue(NamedTuple):
     priority: int = 100
     request: Number = 0
     creation_order: int | None = None
+    usage: Number = 0
 
 
-def fair_shares(capacity: Number, queues: Iterable[Queue]) -> dict[str, Fraction]:
+def fair_shares(capacity: Number, queues: Iterable[Queue], *, k_value: Number = 0) -> dict[str, Fraction]:
     """Return every queue's fair share of ``capacity`` GPUs, exactly, by name in input order.
 
-    Raises ``ConfigError`` (with one ``Problem`` per thing wrong, paths ``capacity`` and ``queues[i].field``) for a
-    value that is not an allowed number, a duplicate name, an unknown parent or a cycle.
+    With ``k_value`` above 0, time-based fair share (SEMANTICS §9.3): in every over-quota round a member's offer is
+    ``R × s / Σs`` over the round's members, ``s = max(0, nW + k × (nW − usage))`` with ``nW = w / Σw``; ``k ≤ 0``
+    is §9.1 exactly, and so is zero usage everywhere. When every member of a round has ``s`` 0, the rest stays with
+    the next priority group.
+
+    Raises ``ConfigError`` (with one ``Problem`` per thing wrong, paths ``capacity``, ``k_value`` and
+    ``queues[i].field``) for a value that is not an allowed number, a duplicate name, an unknown parent or a cycle.
     """
-    tree = _Tree(capacity, list(queues))
+    tree = _Tree(capacity, list(queues), k_value=k_value)
     return tree.divide()
 
 
@@ -99,10 +108,11 @@ def simulate(document: Mapping) -> dict:
     if not isinstance(document, Mapping):
         raise ConfigError([Problem("", 'must be a JSON object with "capacity" and "queues"')])
     problems = [
-        Problem(str(key), 'unknown field; expected one of "capacity", "queues"')
+        Problem(str(key), 'unknown field; expected one of "capacity", "queues", "k_value"')
         for key in document
-        if key not in ("capacity", "queues")
+        if key not in ("capacity", "queues", "k_value")
     ]
+    k_value = document.get("k_value", 0)
     if "capacity" not in document:
         problems.append(Problem("capacity", "is required"))
     items = document.get("queues")
@@ -128,11 +138,16 @@ def simulate(document: Mapping) -> dict:
     if problems:
         # Report the other fields' problems too, so one answer lists everything.
         try:
-            _Tree(document.get("capacity", 0), [queue for _, queue in queues], [index for index, _ in queues])
+            _Tree(
+                document.get("capacity", 0),
+                [queue for _, queue in queues],
+                [index for index, _ in queues],
+                k_value=k_value,
+            )
         except ConfigError as error:
             problems.extend(error.problems)
         raise ConfigError(problems)
-    shares = _Tree(document["capacity"], [queue for _, queue in queues]).divide()
+    shares = _Tree(document["capacity"], [queue for _, queue in queues], k_value=k_value).divide()
     return {"fair_share": {name: json_number(value) for name, value in shares.items()}}
 
 
@@ -254,7 +269,7 @@ class _Tree:
     A deserved of -1 and a weight of None are kept as -1; an unlimited limit as a number above any amount.
     """
 
-    def __init__(self, capacity, queues: list, positions: list[int] | None = None):
+    def __init__(self, capacity, queues: list, positions: list[int] | None = None, *, k_value: Number = 0):
         count = len(queues)
         if count > MAX_QUEUES:
             raise ConfigError([Problem("queues", f"has {count} queues; at most {MAX_QUEUES:,} are accepted")])
@@ -262,6 +277,7 @@ class _Tree:
         self.positions = positions if positions is not None else range(count)
         self.problems: list[Problem] = []
         capacity = _read(capacity, "capacity", self.problems)
+        self.k = _read_k(k_value, self.problems)
         names, index_of = self._names()
         requests = self._amounts("request")
         deserveds = self._amounts("deserved", minus_one=True)
@@ -269,6 +285,7 @@ class _Tree:
         weights = self._amounts("over_quota_weight", nullable=True)
         priorities = self._integers("priority")
         orders = self._integers("creation_order", nullable=True)
+        usages = self._usages()
         parents = self._parents(index_of)
         # Siblings usually come in runs (a department's projects one after the other): grouped run by run.
         children: dict[int | None, list[int]] = {}
@@ -312,6 +329,7 @@ class _Tree:
             weights,
         )
         self.priorities, self.orders = priorities, orders
+        self.usages = usages if self.k else None  # only a k above 0 reads them
         self.children, self.roots, self.parent_nodes = children, roots, parent_nodes
 
     def problem(self, index: int, field: str, message: str) -> None:
@@ -360,6 +378,21 @@ class _Tree:
             if value is not None or not nullable:
                 _read(value, f"queues[{self.positions[index]}].{field}", self.problems, minus_one=minus_one)
         return _Column([], {}, True)  # never used: the problems are raised
+
+    def _usages(self) -> list:
+        """Each queue's usage, 0 to 1, exactly (a problem noted for one that is not)."""
+        values = self._column("usage")
+        if not any(values):
+            return values
+        usages = []
+        for index, value in enumerate(values):
+            read: list[Problem] = []
+            number = _read(value, "usage", read)
+            if read or number > 1:
+                self.problem(index, "usage", "must be a number from 0 to 1")
+                number = 0
+            usages.append(number)
+        return usages
 
     def _integers(self, field: str, *, nullable: bool = False) -> list:
         values = self._column(field)
@@ -448,13 +481,16 @@ class _Tree:
             active = groups[priority]
             noted: dict[int, tuple[int, int]] = {}  # position: the GPU fraction lost in its latest round, as n/d
             while active:
-                total_weight = sum(map(weights.__getitem__, active))
+                round_weights = weights if self.usages is None else self._usage_weights(members, active, weights)
+                total_weight = sum(map(round_weights.__getitem__, active))
+                if total_weight == 0:  # every member's s is 0 (§9.3): the rest goes to the next group
+                    break
                 at_start = remaining
                 per_gpu = total_weight * one  # an offer in GPUs is at_start × w / per_gpu
                 another_round = False
                 unsatisfied = []
                 for position in active:
-                    offered = at_start * weights[position]  # the offer, times total_weight
+                    offered = at_start * round_weights[position]  # the offer, times total_weight
                     missing = wanted[position] - given[position]
                     if missing * total_weight <= offered:
                         given[position] += missing
@@ -491,3 +527,33 @@ class _Tree:
                 gift = one if remaining > one else remaining
                 given[position] += gift
                 remaining -= gift
+
+    def _usage_weights(self, members: list[int], active: list[int], weights: list[int]) -> dict[int, int]:
+        """A round's weights with time-based fair share (SEMANTICS §9.3): ``s = max(0, nW + k × (nW − usage))``,
+        ``nW = w / Σw`` over the round's members, as integers in the same ratios (by positions in ``members``)."""
+        total = sum(map(weights.__getitem__, active))
+        k, usages = self.k, self.usages
+        shares = {}
+        for position in active:
+            normal = Fraction(weights[position], total)
+            shares[position] = max(Fraction(0), normal + k * (normal - usages[members[position]]))
+        common = math.lcm(*(share.denominator for share in shares.values()))
+        return {position: int(share * common) for position, share in shares.items()}
+
+
+def _read_k(value, problems: list[Problem]) -> Fraction:
+    """``k_value``: any finite number, read exactly; 0 or below counts as 0 (SEMANTICS §9.3)."""
+    if value is None:
+        return Fraction(0)
+    if type(value) in (int, float, Decimal, Fraction):
+        decimal = Decimal(repr(value)) if type(value) is float else value
+        if isinstance(decimal, Decimal) and (not decimal.is_finite() or (decimal and not -19 < decimal.adjusted() < 4)):
+            problems.append(Problem("k_value", "must be a finite number from -1000 to 1000"))
+            return Fraction(0)
+        number = Fraction(decimal)
+        if abs(number) > 1000 or number.denominator > MAX_DENOMINATOR:
+            problems.append(Problem("k_value", "must be a number from -1000 to 1000 with at most 18 decimal places"))
+            return Fraction(0)
+        return max(Fraction(0), number)
+    problems.append(Problem("k_value", "must be a number"))
+    return Fraction(0)

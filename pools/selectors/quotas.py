@@ -21,7 +21,8 @@ from ..querysets import quotas_visible
 
 
 def quota_simulate(document: Mapping) -> dict:
-    """KAI's fair-share simulator (§9.1): ``{"capacity", "queues": [...]}`` in, ``{"fair_share": {name: n}}`` out.
+    """KAI's fair-share simulator (§9.1; §9.3 with ``k_value`` and each queue's ``usage``): ``{"capacity", "queues":
+    [...]}`` in, ``{"fair_share": {name: n}}`` out.
 
     Reads and writes no data, so it needs nothing but a signed-in caller; ``POST /api/quotas/simulate/`` and
     ``poolctl quota simulate`` both answer with it. Bad input raises ``ConfigError`` naming each field.

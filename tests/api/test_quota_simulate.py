@@ -110,3 +110,21 @@ def test_poolctl_says_what_is_wrong_in_one_line_and_exits_1(poolctl, tmp_path):
     assert result.code == 1
     assert result.err.startswith("Error: queues[0].deserved: must be") and "Traceback" not in result.err
     assert poolctl("quota", "simulate", "--file", str(tmp_path / "missing.json")).code == 1
+
+
+def test_both_doors_take_k_and_usage_for_time_based_fair_share(newcomer, poolctl, tmp_path):
+    # SEMANTICS §9.3, equal weights on 10 GPUs, k = 1: a (usage 0.5) s = 1/2, b s = 1: offers 3 1/3 and 6 2/3, the
+    # leftover GPU to b
+    document = {
+        "capacity": 10,
+        "k_value": 1,
+        "queues": [{"name": "a", "request": 20, "usage": 0.5}, {"name": "b", "request": 20}],
+    }
+    response = newcomer.post("/api/quotas/simulate/", document, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json() == {"fair_share": {"a": 3, "b": 7}}
+    path = tmp_path / "usage.json"
+    path.write_text(json.dumps(document))
+    assert poolctl("quota", "simulate", "--file", str(path), "--json").json() == response.json()
+    bad = newcomer.post("/api/quotas/simulate/", {**document, "k_value": "x"}, format="json")
+    assert bad.status_code == 400 and "k_value" in bad.content.decode()

@@ -29,7 +29,9 @@ def shares(capacity, *queues):
 # --- the reference: §9.1 word for word, in Fractions, with none of the engine's shortcuts ------------------------
 
 
-def reference(capacity, queues):
+def reference(capacity, queues, k=0):
+    """§9.1, and §9.3's offers when ``k`` is above 0 (each queue's ``usage``)."""
+    k = max(F(0), F(Decimal(repr(k))) if isinstance(k, float) else F(k))
     order = {q.name: (q.creation_order if q.creation_order is not None else i) for i, q in enumerate(queues)}
     kids = {}
     for q in queues:
@@ -51,6 +53,7 @@ def reference(capacity, queues):
         remaining = amount - sum(share.values())
         if remaining > 0:
             weight = {q.name: F(q.over_quota_weight or 0) for q in members}
+            usage = {q.name: F(Decimal(repr(q.usage))) if isinstance(q.usage, float) else F(q.usage) for q in members}
             notes_by_group = []
             for priority in sorted({q.priority for q in members}, reverse=True):
                 group = [q.name for q in members if q.priority == priority]
@@ -60,11 +63,15 @@ def reference(capacity, queues):
                     total = sum(weight[n] for n in unsatisfied)
                     if total == 0:
                         break
+                    # §9.3: s = max(0, nW + k × (nW − usage)), nW = w / Σw; with k = 0, s = nW and Σs = 1
+                    s = {n: max(F(0), weight[n] / total + k * (weight[n] / total - usage[n])) for n in unsatisfied}
+                    if sum(s.values()) == 0:
+                        break
                     at_start, again = remaining, False
                     for n in unsatisfied:
-                        if weight[n] == 0:
+                        if weight[n] == 0 or s[n] == 0:
                             continue
-                        offer = at_start * weight[n] / total
+                        offer = at_start * s[n] / sum(s.values())
                         missing = requestable[n] - share[n]
                         if missing <= offer:
                             share[n] += missing
@@ -594,7 +601,7 @@ weights = st.sampled_from([None, 0, 1, 2, 2, 3, Decimal("0.5")])
 
 
 @st.composite
-def trees(draw, explicit_order=False):
+def trees(draw, explicit_order=False, usage=False):
     """Up to 6 departments with up to 6 projects each (sometimes a third level), numbers Run:ai would accept."""
     capacity = draw(st.one_of(st.integers(0, 64), st.integers(0, 128).map(lambda n: Decimal(n) / 2)))
     queues = []
@@ -611,6 +618,7 @@ def trees(draw, explicit_order=False):
                 priority=draw(st.sampled_from([50, 100, 100, 200])),
                 request=draw(amounts),
                 creation_order=order,
+                usage=draw(st.sampled_from([0, 0.05, 0.1, 0.25, 0.5, 1, F(1, 3)])) if usage else 0,
             )
         )
 
@@ -766,3 +774,90 @@ def test_a_pool_of_50_departments_of_500_projects_is_divided_in_reasonable_time(
     elapsed = time.perf_counter() - started
     assert sum(result[f"d{d}"] for d in range(50)) <= 4000 + sum(q.deserved for q in queues if q.parent is None)
     assert elapsed < 1  # the figure itself is scripts/bench_fairshare.py's; this only catches a quadratic blunder
+
+
+# --- time-based fair share (SEMANTICS §9.3) ----------------------------------------------------------------------
+
+
+def test_a_heavy_past_user_gets_less_of_the_surplus():
+    # Equal weights, nothing deserved, 10 GPUs: nW = 1/2 each. k = 1: a (usage 1/2) s = 1/2, b (usage 0) s = 1.
+    # Offers 10 × (1/2) / (3/2) = 3 1/3 and 10 × 1 / (3/2) = 6 2/3: a takes 3, b 6, the leftover GPU to b (2/3 lost).
+    queues = [Q("a", request=20, usage=F(1, 2)), Q("b", request=20, usage=0)]
+    assert fair_shares(10, queues, k_value=1) == {"a": 3, "b": 7}
+    assert fair_shares(10, queues) == {"a": 5, "b": 5}  # k = 0: §9.1, whatever the usage
+
+
+def test_a_weight_clamps_at_zero():
+    # k = 2, a used everything: s = max(0, 1/2 + 2 × (1/2 − 1)) = 0; b: 1/2 + 2 × 1/2 = 3/2. b takes all it asks,
+    # then a round of a alone: nW = 1, s = max(0, 1 + 2 × (1 − 1)) = 1, the 2 left.
+    queues = [Q("a", request=20, usage=1), Q("b", request=8, usage=0)]
+    assert fair_shares(10, queues, k_value=2) == {"a": 2, "b": 8}
+    # with b asking everything, a gets nothing over its deserved part
+    queues = [Q("a", deserved=1, request=20, usage=1), Q("b", request=20, usage=0)]
+    assert fair_shares(10, queues, k_value=2) == {"a": 1, "b": 9}
+
+
+def test_when_every_member_of_a_round_is_clamped_the_rest_goes_to_the_next_group():
+    queues = [Q("a", request=20, usage=1, priority=200), Q("b", request=20, usage=1, priority=100)]
+    # a alone in its group: nW = 1, s = 1 + 5 × (1 − 1) = 1, it takes all 10: b gets none
+    assert fair_shares(10, queues, k_value=5) == {"a": 10, "b": 0}
+    queues = [
+        Q("a1", request=20, usage=1, priority=200),
+        Q("a2", request=20, usage=1, priority=200),
+        Q("b", request=20, usage=0, priority=100),
+    ]
+    # a1, a2: nW = 1/2, s = 1/2 + 5 × (1/2 − 1) < 0 → 0 both: nothing in their group, all 10 to b
+    assert fair_shares(10, queues, k_value=5) == {"a1": 0, "a2": 0, "b": 10}
+
+
+@pytest.mark.parametrize("k", [0, -1, -0.5])
+def test_k_at_or_below_zero_is_9_1_exactly(k):
+    queues = [Q("a", request=20, usage=1), Q("b", request=20, usage=0, over_quota_weight=3)]
+    assert fair_shares(11, queues, k_value=k) == fair_shares(11, queues)
+
+
+def test_usage_and_k_are_checked():
+    with pytest.raises(ConfigError) as error:
+        fair_shares(10, [Q("a", usage=1.5), Q("b", usage="much")], k_value=1)
+    assert {p.field for p in error.value.problems} == {"queues[0].usage", "queues[1].usage"}
+    with pytest.raises(ConfigError, match="k_value"):
+        fair_shares(10, [Q("a")], k_value="high")
+    with pytest.raises(ConfigError, match="k_value"):
+        fair_shares(10, [Q("a")], k_value=float("nan"))
+
+
+def test_the_simulator_takes_k_and_usage():
+    document = {
+        "capacity": 10,
+        "k_value": 1,
+        "queues": [{"name": "a", "request": 20, "usage": 0.5}, {"name": "b", "request": 20}],
+    }
+    assert simulate(document) == {"fair_share": {"a": 3, "b": 7}}
+    with pytest.raises(ConfigError) as error:
+        simulate({**document, "k_value": "x", "queues": [{"name": "a", "usage": 2}]})
+    assert {p.field for p in error.value.problems} == {"k_value", "queues[0].usage"}
+
+
+@fast
+@given(trees(usage=True), st.sampled_from([0, 0.5, 1, 2, F(1, 3)]))
+def test_time_based_fair_share_is_the_procedure_of_semantics_9_3(tree, k):
+    capacity, queues = tree
+    assert fair_shares(capacity, queues, k_value=k) == reference(capacity, queues, k)
+
+
+@fast
+@given(trees(), st.sampled_from([0.5, 1, 3]))
+def test_with_zero_usage_everywhere_time_based_fair_share_is_9_1(tree, k):
+    capacity, queues = tree
+    assert fair_shares(capacity, queues, k_value=k) == fair_shares(capacity, queues)
+
+
+@fast
+@given(trees(usage=True), st.sampled_from([0.5, 1, 3]))
+def test_time_based_shares_keep_the_bounds_of_9_1(tree, k):
+    capacity, queues = tree
+    result = fair_shares(capacity, queues, k_value=k)
+    _, figures = requestables_and_parts(capacity, queues, result)
+    for q in queues:
+        requestable, deserved_part = figures[q.name]
+        assert 0 <= deserved_part <= result[q.name] <= requestable + 1

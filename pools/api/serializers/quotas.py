@@ -52,10 +52,16 @@ class QueueSerializer(serializers.Serializer):
     priority = serializers.IntegerField(required=False, default=100, help_text="rank among siblings, higher first")
     request = serializers.FloatField(required=False, default=0, help_text="GPUs asked for (a parent: its children's)")
     creation_order = serializers.IntegerField(required=False, help_text="default: the position in the list")
+    usage = serializers.FloatField(
+        required=False, default=0, help_text="0 to 1: its past usage (SEMANTICS §9.3), read only with k_value above 0"
+    )
 
 
 class QuotaSimulationSerializer(serializers.Serializer):
     capacity = serializers.FloatField(help_text="allocatable GPUs of the pool's available nodes")
+    k_value = serializers.FloatField(
+        required=False, default=0, help_text="time-based fair share (SEMANTICS §9.3): 0 or below = off (§9.1)"
+    )
     queues = QueueSerializer(many=True)
 
 
