@@ -514,8 +514,9 @@ class VerdictRound(models.Model):
 class WorkloadVerdict(models.Model):
     """Why one pending workload waits (SEMANTICS §10), as the worker's last ``VerdictRound`` of its backend judged it.
 
-    ``verdict`` is ``selectors.pending_verdicts``' value for the workload; ``pool`` the pool it waits on (none: no
-    pool takes it) and ``gpus`` the GPUs it asks, which the pool page's line and ``/metrics`` add up.
+    ``verdict`` is ``selectors.pending_verdicts``' value for the workload when judged (a reader ages its
+    ``scheduling`` check to the time it reads, ``engine.verdicts.aged_verdict``); ``pool`` the pool it waits on
+    (none: no pool takes it) and ``gpus`` the GPUs it asks, which the pool page's line and ``/metrics`` add up.
     """
 
     backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="workload_verdicts")
@@ -526,6 +527,9 @@ class WorkloadVerdict(models.Model):
     gpus = models.DecimalField(max_digits=20, decimal_places=3, default=0)
     reason = models.CharField(max_length=32)
     verdict = models.JSONField(default=dict)
+    scheduled_message = models.CharField(
+        max_length=1000, blank=True, help_text="its pods' PodScheduled message, which the verdict quotes as it ages"
+    )
 
     objects = querysets.FleetInternalsQuerySet.as_manager()
 

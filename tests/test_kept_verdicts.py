@@ -22,6 +22,7 @@ from pools.selectors import verdicts as verdicts_selectors
 from pools.selectors.verdicts import pending_verdicts, pending_workload_counts, pool_waiting_summary
 
 VERSION = iter(range(500, 10**6))
+STALE = {"reason": "stale", "checks": [], "victims": []}
 
 
 def event(kind: str, obj: dict, type_: str = "ADDED") -> WatchEvent:
@@ -46,16 +47,36 @@ def test_a_round_keeps_every_verdict_and_the_doors_read_it(lab):  # noqa: F811
     assert pool_waiting_summary(Pool.objects.get(name="p")) == summary
     assert pending_workload_counts() == counts
     # What is read is the kept row: changed by hand, it shows (the test would pass on live judging otherwise).
-    kept = WorkloadVerdict.objects.get(workload_name="vision-small")
-    kept.verdict = {**kept.verdict, "checks": [{"reason": "scheduling", "message": "kept", "figures": {}}]}
+    kept = WorkloadVerdict.objects.get(workload_name="vision-huge")
+    kept.verdict = {**kept.verdict, "checks": [{"reason": "never_fits", "message": "kept", "figures": {}}]}
     kept.save()
-    assert by_name(pending_verdicts())["vision-small"]["checks"][0]["message"] == "kept"
+    assert by_name(pending_verdicts())["vision-huge"]["checks"][0]["message"] == "kept"
+
+
+def test_a_kept_verdict_waits_on_as_the_clock_goes(lab):  # noqa: F811
+    """A workload that fits now has waited longer when read than when judged: past a minute, its verdict says the
+    scheduler may not be running, quoting its pods' PodScheduled message, as judging it now would."""
+    services.workload_verdicts_keep(backend=lab)
+    judged = by_name(pending_verdicts())["vision-small"]["checks"][0]
+    assert judged["message"] == "it fits now: the scheduler has not placed it yet"
+    VerdictRound.objects.update(judged_at=timezone.now() - timedelta(seconds=10))
+    WorkloadVerdict.objects.filter(workload_name="vision-small").update(scheduled_message="0/2 nodes are available")
+    WorkloadVerdict.objects.filter(workload_name="vision-small").update(
+        verdict={
+            "reason": "scheduling",
+            "checks": [{"reason": "scheduling", "message": "", "figures": {"waiting_seconds": 55}}],
+            "victims": [],
+        }
+    )
+    aged = by_name(pending_verdicts())["vision-small"]["checks"][0]
+    assert aged["figures"]["waiting_seconds"] >= 65
+    assert "scheduler may not be running (PodScheduled: 0/2 nodes are available)" in aged["message"]
 
 
 def test_a_config_change_or_an_old_round_is_judged_live_again(lab, actor):  # noqa: F811
     services.workload_verdicts_keep(backend=lab)
-    WorkloadVerdict.objects.filter(workload_name="nlp-more").update(verdict={"reason": "stale"})
-    assert by_name(pending_verdicts())["nlp-more"] == {"reason": "stale"}
+    WorkloadVerdict.objects.filter(workload_name="nlp-more").update(verdict=STALE)
+    assert by_name(pending_verdicts())["nlp-more"] == STALE
     # nlp's limit raised: its verdict changes at once, not when the worker next judges
     services.config_apply(
         changes={
@@ -71,7 +92,7 @@ def test_a_config_change_or_an_old_round_is_judged_live_again(lab, actor):  # no
     )
     assert by_name(pending_verdicts())["nlp-more"]["reason"] != "project_limit"
     services.workload_verdicts_keep(backend=lab)
-    WorkloadVerdict.objects.filter(workload_name="nlp-more").update(verdict={"reason": "stale"})
+    WorkloadVerdict.objects.filter(workload_name="nlp-more").update(verdict=STALE)
     VerdictRound.objects.update(judged_at=timezone.now() - timedelta(seconds=verdicts_selectors.KEPT_SECONDS + 1))
     assert by_name(pending_verdicts())["nlp-more"]["reason"] != "stale"
 

@@ -182,6 +182,35 @@ class Verdict:
         }
 
 
+def scheduling_check(waiting_seconds: float, scheduled_message: str) -> Check:
+    """The ``scheduling`` check of a workload that fits now and has waited ``waiting_seconds``: past a minute it
+    says the scheduler may not be running, quoting the pods' ``PodScheduled`` message (in its figures too)."""
+    figures = {"waiting_seconds": int(waiting_seconds)}
+    message = "it fits now: the scheduler has not placed it yet"
+    if waiting_seconds > SCHEDULER_GRACE_SECONDS:
+        said = scheduled_message or "no PodScheduled message"
+        message = (
+            f"it fits now but has waited {int(waiting_seconds)} s: the scheduler may not be running "
+            f"(PodScheduled: {said})"
+        )
+        figures["scheduled_message"] = scheduled_message
+    return Check(SCHEDULING, message, figures)
+
+
+def aged_verdict(verdict: dict, seconds: float, scheduled_message: str) -> dict:
+    """A verdict (``Verdict.as_dict``) judged ``seconds`` ago, as judging it now would say it when nothing else
+    changed: its ``scheduling`` check has waited that much longer (``scheduled_message``: its pods' message)."""
+    if seconds <= 0 or not any(check["reason"] == SCHEDULING for check in verdict["checks"]):
+        return verdict
+    checks = []
+    for check in verdict["checks"]:
+        if check["reason"] == SCHEDULING:
+            aged = scheduling_check(check["figures"].get("waiting_seconds", 0) + int(seconds), scheduled_message)
+            check = {"reason": aged.reason, "message": aged.message, "figures": aged.figures}
+        checks.append(check)
+    return {**verdict, "checks": checks}
+
+
 def pool_verdicts(pool: PoolState, workloads: Iterable[PendingWorkload]) -> dict[Hashable, Verdict]:
     """The verdict of each pending workload of ``pool``, by its key (see the module's docstring)."""
     judge = _PoolJudge(pool)
@@ -557,16 +586,7 @@ class _PoolJudge:
         return f"no node has the {_text(min(workload.pods))} free GPUs one pod needs (largest free block: {blocks})"
 
     def _scheduling(self, workload: PendingWorkload) -> Check:
-        figures = {"waiting_seconds": int(workload.waiting_seconds)}
-        message = "it fits now: the scheduler has not placed it yet"
-        if workload.waiting_seconds > SCHEDULER_GRACE_SECONDS:
-            said = workload.scheduled_message or "no PodScheduled message"
-            message = (
-                f"it fits now but has waited {int(workload.waiting_seconds)} s: the scheduler may not be running "
-                f"(PodScheduled: {said})"
-            )
-            figures["scheduled_message"] = workload.scheduled_message
-        return Check(SCHEDULING, message, figures)
+        return scheduling_check(workload.waiting_seconds, workload.scheduled_message)
 
     # --- reclaim (§9.2, last bullet) ------------------------------------------------------------------------------
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import cached_property
 
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Sum
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -125,6 +125,8 @@ class _Live:
         # The projects with a workload waiting on each pool (``pending``; the what-if's project): their units are read
         # even when they hold nothing there.
         self.waiting: dict[int, set[str]] = {}
+        # Each judged workload's PodScheduled message (``_judge``), which a kept verdict needs to age (``_kept``).
+        self.scheduled_messages: dict[WorkloadKey, str] = {}
 
     def narrow(self, pool_ids: Iterable[int]) -> None:
         """Read the state of these pools only (the pools of the workloads judged): call before any state is read."""
@@ -472,17 +474,23 @@ def _judge(live: _Live) -> tuple[dict[WorkloadKey, engine.Verdict], dict[Workloa
             workloads = [live.with_refusal(pool_id, workload) for workload in workloads]
             found.update(engine.pool_verdicts(live.pool_state(pool_id), workloads))
             where.update((w.key, (pool_id, w.request)) for w in workloads)
+            live.scheduled_messages.update((w.key, w.scheduled_message) for w in workloads)
     for workload in unpooled:
         found[workload.key] = engine.unpooled_verdict(workload)
         where[workload.key] = (None, workload.request)
+        live.scheduled_messages[workload.key] = workload.scheduled_message
     return found, where
 
 
-def judged_verdicts(backend_id: int) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
-    """Every pending workload of the backend judged from the live state: the verdicts and, for each, its pool's id
-    and the GPUs it asks. What ``services.workload_verdicts_keep`` keeps."""
-    found, where = _judge(_Live([backend_id]))
-    return {key: verdict.as_dict() for key, verdict in found.items()}, where
+def judged_verdicts(backend_id: int) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple]]:
+    """Every pending workload of the backend judged from the live state: the verdicts and, for each, its pool's id,
+    the GPUs it asks and its pods' PodScheduled message. What ``services.workload_verdicts_keep`` keeps."""
+    live = _Live([backend_id])
+    found, where = _judge(live)
+    return (
+        {key: verdict.as_dict() for key, verdict in found.items()},
+        {key: (*where[key], live.scheduled_messages.get(key, "")) for key in found},
+    )
 
 
 def _judged_live(live: _Live) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
@@ -490,49 +498,50 @@ def _judged_live(live: _Live) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey
     return {key: verdict.as_dict() for key, verdict in found.items()}, where
 
 
-def _fresh_backends(backend_ids: Iterable[int] | None) -> set[int]:
-    """The backends (of ``backend_ids``; None: any) whose kept verdicts may be read: judged by the worker less than
-    ``KEPT_SECONDS`` ago, under the newest config revision (a quota or pool changed since: judged live again)."""
+def _fresh_backends(backend_ids: Iterable[int] | None) -> dict[int, datetime]:
+    """The backends (of ``backend_ids``; None: any) whose kept verdicts may be read, with when their round judged:
+    judged by the worker less than ``KEPT_SECONDS`` ago, under the newest config revision (a quota or pool changed
+    since: judged live again)."""
     rounds = VerdictRound.objects.filter(judged_at__gte=timezone.now() - timedelta(seconds=KEPT_SECONDS))
     if backend_ids is not None:
         rounds = rounds.filter(backend_id__in=list(backend_ids))
-    rounds = list(rounds.values_list("backend_id", "config_revision"))
+    rounds = list(rounds.values_list("backend_id", "config_revision", "judged_at"))
     if not rounds:
-        return set()
+        return {}
     newest = ConfigRevision.objects.aggregate(newest=Max("id"))["newest"] or 0
-    return {backend_id for backend_id, revision in rounds if revision == newest}
+    return {backend_id: judged_at for backend_id, revision, judged_at in rounds if revision == newest}
 
 
 def _kept(
-    fresh: set[int], *, keys: set[WorkloadKey] | None = None, pool: Pool | None = None
+    fresh: dict[int, datetime], *, keys: set[WorkloadKey] | None = None, pool: Pool | None = None
 ) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]], set[WorkloadKey]]:
     """The kept verdicts of the workloads that still wait on the backends ``fresh`` (only ``keys``, or only those
-    on ``pool``), their pools and GPUs, and the waiting workloads the round did not judge (new since): two or three
-    queries, the workloads still waiting read from ``WorkloadSums``."""
-    waiting = WorkloadSums.objects.filter(backend_id__in=fresh, pending__gt=0)
-    kept = WorkloadVerdict.objects.filter(backend_id__in=fresh)
-    if keys is not None:
-        waiting = waiting.filter(workload_key_condition(keys))
-        kept = kept.filter(workload_key_condition(keys))
+    on ``pool``), aged to now, their pools and GPUs, and the waiting workloads the round did not judge (new since):
+    two queries, each joining the other table (``WorkloadSums`` says which workloads still wait)."""
     key_fields = ("backend_id", "namespace", "workload_kind", "workload_name")
-    waiting_keys = set(waiting.order_by().values_list(*key_fields))
+    same = {field: OuterRef(field) for field in key_fields}
+    waiting = WorkloadSums.objects.filter(backend_id__in=list(fresh), pending__gt=0)
+    verdicts = WorkloadVerdict.objects.filter(backend_id__in=list(fresh)).exclude(reason="")
+    verdicts = verdicts.filter(Exists(WorkloadSums.objects.filter(pending__gt=0, **same)))
+    new = waiting.exclude(Exists(WorkloadVerdict.objects.filter(**same)))
     if keys is not None:
-        waiting_keys &= keys
-    judged = set(kept.order_by().values_list(*key_fields)) if pool is not None else None
+        verdicts = verdicts.filter(workload_key_condition(keys))
+        new = new.filter(workload_key_condition(keys))
     if pool is not None:
-        kept = kept.filter(pool=pool)
+        verdicts = verdicts.filter(pool=pool)
+    now = timezone.now()
+    ages = {backend_id: (now - judged_at).total_seconds() for backend_id, judged_at in fresh.items()}
     found: dict[WorkloadKey, dict] = {}
     where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
-    seen = set()
-    for *key, pool_id, gpus, reason, verdict in kept.order_by().values_list(
-        *key_fields, "pool_id", "gpus", "reason", "verdict"
+    for *key, pool_id, gpus, verdict, said in verdicts.order_by().values_list(
+        *key_fields, "pool_id", "gpus", "verdict", "scheduled_message"
     ):
         key = tuple(key)
-        seen.add(key)
-        if reason and key in waiting_keys:
-            found[key] = verdict
+        if keys is None or key in keys:
+            found[key] = engine.aged_verdict(verdict, ages[key[0]], said)
             where[key] = (pool_id, _decimal(gpus))
-    return found, where, waiting_keys - (judged if judged is not None else seen)
+    unjudged = set(new.order_by().values_list(*key_fields))
+    return found, where, unjudged if keys is None else unjudged & keys
 
 
 def _verdicts(
@@ -563,7 +572,7 @@ def _verdicts(
     elif pool is not None:
         live = None if fresh else _Live(pool=pool)
     elif fresh:
-        others = set(Backend.objects.values_list("id", flat=True)) - fresh
+        others = set(Backend.objects.values_list("id", flat=True)) - fresh.keys()
         if backend_ids is not None:
             others &= set(backend_ids)
         live = _Live(sorted(others), quota_rows=quota_rows) if others else None

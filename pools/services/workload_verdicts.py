@@ -48,6 +48,7 @@ def workload_verdicts_keep(*, backend: Backend) -> dict:
             workload_name=key[3],
             pool_id=where[key][0],
             gpus=where[key][1],
+            scheduled_message=where[key][2],
             reason=verdict["reason"],
             verdict=verdict,
         )
