@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import test_workloads as workload_tests
 from django.utils import timezone
 from kube_objects import pod
 from test_pending_verdicts import lab  # noqa: F401 (the fixture)
+from test_workloads import estate  # noqa: F401 (the fixture)
 
 from pools import services
 from pools.choices import ConfigType
@@ -138,3 +140,13 @@ def test_a_round_that_cannot_be_judged_leaves_the_watch_going(lab, monkeypatch, 
     assert "judging the pending workloads of backend lab failed" in caplog.text
     assert not VerdictRound.objects.exists()
     assert len(pending_verdicts()) == 5  # judged live meanwhile
+
+
+def test_with_a_round_kept_the_doors_still_show_each_user_only_what_they_may_see(db, estate):  # noqa: F811
+    """The kept verdicts are read for the rows a reader may see, never instead of that check: with a fresh round,
+    a user manager, someone of no role and a member of another team still find nothing, as for a workload that does
+    not exist (the same assertions as without a round, in ``test_workloads``)."""
+    services.workload_verdicts_keep(backend=Backend.objects.get(name="test-cluster"))
+    assert VerdictRound.objects.filter(backend__name="test-cluster", workloads__gt=0).exists()
+    workload_tests.test_a_user_manager_sees_no_workload_through_any_door(db, estate)
+    workload_tests.test_a_workload_of_a_pool_one_may_not_see_does_not_exist_for_them(db, estate)

@@ -218,17 +218,6 @@ def _paths_at(values: Sequence[tuple[str, ...]], depth: int) -> list[tuple[str, 
     return [path[:depth] if len(path) >= depth else None for path in values]
 
 
-def _domain_values(labels: Mapping[str, str], wanted: Sequence[str]) -> tuple[str, ...] | None:
-    """A node's values of the labels ``wanted``, coarsest first, or None when it lacks one of them."""
-    values = []
-    for label in wanted:
-        value = labels.get(label)
-        if value is None:
-            return None
-        values.append(str(value))
-    return tuple(values)
-
-
 def _level_capacity(
     level: Level,
     paths: Sequence[tuple[str, ...] | None],
@@ -308,10 +297,9 @@ def domain_slots(nodes: Iterable[TopologyNode], levels: Sequence[Level], level: 
     if depth is None:
         known = ", ".join(each.key or "" for each in levels) or "none"
         raise TopologyError(f"the pool has no topology level '{level}' (its levels: {known})")
-    wanted = [each.label for each in levels[:depth]]
+    nodes = list(nodes)
     sums: dict[tuple[str, ...], int] = {}
-    for node in nodes:
-        path = _domain_values(node.labels, wanted)
+    for node, path in zip(nodes, _paths_at(_level_values(nodes, levels), depth), strict=True):
         if path is not None:
             sums[path] = sums.get(path, 0) + node.free // gpus_per_pod * node.count
     return tuple(DomainSlots("/".join(path), slots) for path, slots in sorted(sums.items()))
