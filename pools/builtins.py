@@ -104,6 +104,7 @@ BACKENDS = {
         "default_pool": "",
         "prometheus_url": "",
         "prometheus_token_env": "",
+        "fair_share": {"k_value": 0, "window": "7d", "half_life": None},
     }
 }
 

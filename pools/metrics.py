@@ -45,6 +45,7 @@ QUOTA_GAUGES = (
     ("gpu_over_quota", "over_quota", "GPUs allocated beyond deserved: max(0, allocated - deserved)"),
     ("gpu_fair_share", "fair_share", "The unit's fair share of the pool's GPUs, as KAI Scheduler divides them"),
     ("gpu_over_fair_share", "over_fair_share", "GPUs allocated beyond the fair share: max(0, allocated - fair share)"),
+    ("usage", "usage", "The unit's past usage, 0 to 1, that time-based fair share reads (GPU-seconds over capacity)"),
 )
 QUOTA_LABELS = ("department", "kind", "pool", "unit")  # in prometheus_client's order: by name
 
@@ -69,6 +70,7 @@ class InventoryCollector:
         yield status
         yield self.pending_workloads([pool["name"] for pool in pools], self.quota_rows)
         yield from self.utilization([pool["name"] for pool in pools])
+        yield from self.estimate_accuracy()
 
         now = timezone.now()
         age = GaugeMetricFamily(
@@ -112,6 +114,35 @@ class InventoryCollector:
             for reason in REASONS:
                 family.add_metric([name, reason], counts.get((name, reason), 0))
         return family
+
+    @staticmethod
+    def estimate_accuracy():
+        """How often the start estimates were right (SEMANTICS §10.1, ``selectors.estimate_accuracy``), per pool and
+        period (1d, 7d): the workloads measured, the median relative error and the share started by the late bound
+        (no sample where nothing was measured)."""
+        measured = GaugeMetricFamily(
+            "gpupool_start_estimates_measured",
+            "Waiting workloads that started whose start the console had estimated",
+            labels=["pool", "period"],
+        )
+        error = GaugeMetricFamily(
+            "gpupool_start_estimate_median_relative_error",
+            "Median of |actual wait - estimated wait| / actual wait, waits counted from the first estimate",
+            labels=["pool", "period"],
+        )
+        bounded = GaugeMetricFamily(
+            "gpupool_start_estimate_before_late_bound",
+            "Share of the measured workloads that started by their estimate's late bound",
+            labels=["pool", "period"],
+        )
+        for row in selectors.estimate_accuracy(user=SYSTEM):
+            labels = [row["pool"], row["period"]]
+            measured.add_metric(labels, row["started"])
+            if row["median_relative_error"] is not None:
+                error.add_metric(labels, row["median_relative_error"])
+            if row["before_late_bound"] is not None:
+                bounded.add_metric(labels, row["before_late_bound"])
+        yield from (measured, error, bounded)
 
     @staticmethod
     def utilization(pool_names: list[str]):

@@ -22,6 +22,11 @@ def default_node_conditions():
     return {"Ready": "True"}
 
 
+def default_fair_share():
+    """Time-based fair share off (SEMANTICS §9.3): k 0, a week's window, no half-life."""
+    return {"k_value": 0, "window": "7d", "half_life": None}
+
+
 def default_pool_resources():
     return {"gpu": {"guarantee": -1, "maximum": -1, "weight": 1}}
 
@@ -65,6 +70,9 @@ class Backend(models.Model):
     )
     default_pool = models.CharField(
         max_length=128, blank=True, help_text="the pool holding every node in no other pool of this backend"
+    )
+    fair_share = models.JSONField(
+        default=default_fair_share, blank=True, help_text="time-based fair share: k_value, window, half_life"
     )
     # Where an administrator last confirmed the credentials may go: they are sent only while the backend's
     # prometheus_url and prometheus_token_env are still these (SEMANTICS §7.4). Not part of the document.
@@ -633,6 +641,122 @@ class UsageSample(models.Model):
 
     def __str__(self):
         return f"{self.scope} {self.key} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class WorkloadRun(models.Model):
+    """One run of a workload holding GPUs, as the worker saw it each minute: what start estimates learn runtimes
+    from (SEMANTICS §10.1). ``finished`` is the last minute it was seen running, set when it is no longer running
+    (done, or gone); its runtime is ``finished - started``."""
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="workload_runs")
+    namespace = models.CharField(max_length=253)
+    workload_kind = models.CharField(max_length=64, blank=True)
+    workload_name = models.CharField(max_length=253, blank=True)
+    project = models.CharField(max_length=128, blank=True)
+    started = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    finished = models.DateTimeField(null=True, blank=True)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["backend", "started"]
+        indexes = [models.Index(fields=["backend", "project", "workload_kind", "finished"], name="workload_run_kind")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["backend", "namespace", "workload_kind", "workload_name"],
+                condition=models.Q(finished__isnull=True),
+                name="unique_open_workload_run",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.workload_name} from {self.started:%Y-%m-%d %H:%M}"
+
+
+class StartEstimate(models.Model):
+    """A waiting workload's start estimate as first made (SEMANTICS §10.1), and when it did start: how the console
+    measures its own accuracy. ``likely`` and ``late`` are None when no estimate could be made then."""
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="start_estimates")
+    namespace = models.CharField(max_length=253)
+    workload_kind = models.CharField(max_length=64, blank=True)
+    workload_name = models.CharField(max_length=253, blank=True)
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="start_estimates")
+    made_at = models.DateTimeField()
+    likely = models.DateTimeField(null=True, blank=True)
+    late = models.DateTimeField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["backend", "made_at"]
+        indexes = [models.Index(fields=["pool", "started"], name="start_estimate_pool")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["backend", "namespace", "workload_kind", "workload_name"],
+                condition=models.Q(started__isnull=True),
+                name="unique_open_start_estimate",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.workload_name} estimated at {self.made_at:%Y-%m-%d %H:%M}"
+
+
+class ProjectUsageMinute(models.Model):
+    """What a backend's projects held at one recorded minute, for time-based fair share (SEMANTICS §9.3).
+
+    ``allocated`` maps each project holding GPUs to the GPUs of its running pods on the backend; ``capacity`` is the
+    backend's allocatable GPUs on available nodes; ``seconds`` is how long the sample stands for (60 for the
+    worker's minutes; a backfill's coarser moments say more). One row per backend and minute: 550 projects make a
+    row of a few kilobytes, a week of them 10,080 rows per backend. Kept as long as the longest window needs.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="project_usage")
+    at = models.DateTimeField()
+    seconds = models.IntegerField(default=60)
+    capacity = models.FloatField()
+    allocated = models.JSONField(default=dict)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["backend", "at"]
+        constraints = [models.UniqueConstraint(fields=["backend", "at"], name="unique_project_usage_minute")]
+
+    def __str__(self):
+        return f"{self.backend_id} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class ProjectUsageSums(models.Model):
+    """A backend's §9.3 sums for one window and half-life, kept as its minutes are recorded: its capacity-seconds
+    and each project's GPU-seconds, weighted as of ``through`` (the last minute folded in).
+
+    What the fair share reads instead of a week of minutes (``engine.pastusage.UsageSums``). Each backend has one
+    for its own ``fair_share`` settings and one for a planner's "last week" (7 days, no half-life); ``window`` and
+    ``half_life`` (seconds, 0 for none) say which, and new settings are counted from the minutes at the next
+    recording.
+    """
+
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="project_usage_sums")
+    window = models.IntegerField()
+    half_life = models.IntegerField(default=0, help_text="seconds; 0: none")
+    through = models.DateTimeField(null=True, blank=True)
+    capacity = models.FloatField(default=0)
+    allocated = models.JSONField(default=dict)
+
+    objects = querysets.FleetInternalsQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "project usage sums"
+        constraints = [
+            models.UniqueConstraint(fields=["backend", "window", "half_life"], name="unique_project_usage_sums")
+        ]
+
+    def __str__(self):
+        return f"{self.backend_id} through {self.through}"
 
 
 class NodeLabelChange(models.Model):

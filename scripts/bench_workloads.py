@@ -198,6 +198,98 @@ def naive_pending() -> list[dict]:
     )
 
 
+def learned_history(backend) -> int:
+    """Ten finished runs of every project and kind with a workload on the backend, of 20 minutes to 6 hours, as
+    the worker keeps them (``WorkloadRun``): what the estimates learn runtimes from."""
+    import random
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from pools.models import Project, WorkloadRun, WorkloadSums
+
+    rng = random.Random(7)
+    kinds = sorted(set(WorkloadSums.objects.values_list("workload_kind", flat=True)))
+    now = timezone.now()
+    runs = []
+    for project in Project.objects.values_list("name", flat=True):
+        for kind in kinds:
+            for number in range(10):
+                end = now - timedelta(hours=rng.uniform(1, 200))
+                runs.append(
+                    WorkloadRun(
+                        backend=backend,
+                        namespace=f"runai-{project}",
+                        workload_kind=kind,
+                        workload_name=f"done-{project}-{kind}-{number}",
+                        project=project,
+                        started=end - timedelta(minutes=rng.uniform(20, 360)),
+                        last_seen=end,
+                        finished=end,
+                    )
+                )
+    WorkloadRun.objects.bulk_create(runs, batch_size=2000)
+    return len(runs)
+
+
+def estimate_figures(args) -> None:
+    """The start estimates (SEMANTICS §10.1) of every pending workload: the reads they add to a judging pass (the
+    running workloads on the pools' nodes, the learned runtimes) and the play of every pool; the naive way plays a
+    pool again for each waiting workload (timed for the first 100 of the busiest pool, then scaled)."""
+    from django.utils import timezone
+
+    from pools.engine import verdicts as engine
+    from pools.models import Backend
+    from pools.selectors import estimates, verdicts
+
+    backend = Backend.objects.get(name="bench")
+    Backend.objects.filter(pk=backend.pk).update(last_heartbeat=timezone.now())
+    print(f"learned runtimes: {learned_history(backend):,} finished runs")
+    live = verdicts._Live([backend.pk])
+    by_pool, _ = live.pending()
+    judged = {
+        pool_id: engine.pool_verdicts(live.pool_state(pool_id), workloads)
+        for pool_id, workloads in by_pool.items()
+        if workloads
+    }
+    waiting = sum(len(workloads) for workloads in by_pool.values())
+    print(f"{waiting:,} waiting workloads on {len(judged)} pools")
+
+    def reads():
+        estimates.running_holders(live)
+        estimates.LearnedRuntimes([backend.pk], live.now)
+
+    def play():
+        found = {}
+        for pool_id, verdicts_of in judged.items():
+            found.update(estimates.pool_start_estimates(live, pool_id, by_pool[pool_id], verdicts_of))
+        return found
+
+    found = play()
+    dated = sum(1 for estimate in found.values() if estimate["likely"])
+    print(f"{len(found):,} estimates, {dated:,} with a time")
+    busiest = max(judged, key=lambda pool_id: len(by_pool[pool_id]))
+    sample = by_pool[busiest][:100]
+
+    def naive():
+        for workload in sample:  # each on its own: the pool played with only the workloads ahead of it
+            ahead = [other for other in by_pool[busiest] if other.waiting_seconds >= workload.waiting_seconds]
+            estimates.pool_start_estimates(live, busiest, ahead, {workload.key: judged[busiest][workload.key]})
+
+    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
+    for name, function, iterations in (
+        ("their reads: running workloads on the pools' nodes, learned runtimes", reads, args.iterations),
+        (f"the play of every pool ({waiting:,} waiting workloads)", play, args.iterations),
+        (f"naive: the pool played again for each waiting workload, 100 of {len(by_pool[busiest])}", naive, 1),
+    ):
+        figures = timed(function, args.runs, iterations)
+        print(
+            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
+            f"{args.runs}x{iterations})"
+        )
+    print(f"load average after: {loadavg()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -207,6 +299,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--verdicts", action="store_true", help="keep the verdicts of the pending rows")
     parser.add_argument("--keep", action="store_true", help="time the cluster a last run left in the database")
+    parser.add_argument("--estimates", action="store_true", help="time the start estimates of the pending workloads")
     args = parser.parse_args()
     inventory = setup_django()
     from django.conf import settings
@@ -243,6 +336,9 @@ def main() -> None:
     naive = naive_pending()
     assert len(naive) == len(pending), (len(naive), len(pending))
     print("the naive way finds the same pending workloads")
+    if args.estimates:
+        estimate_figures(args)
+        return
 
     user = get_user_model().objects.filter(username="bench").first()
     user = user or get_user_model().objects.create_superuser("bench", password="bench-password-1")

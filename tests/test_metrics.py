@@ -105,7 +105,7 @@ def test_the_quota_exposition_is_what_prometheus_client_would_write():
     """``quota_exposition`` writes the text itself (prometheus_client takes a second for 88,000 samples): the same
     bytes as its gauge families, odd label values and every kind of figure included."""
     figures = {"deserved": -1, "allocated": 2.5, "pending": 0, "request": 1234567.25, "allocation_ratio": None}
-    figures |= {"over_quota": 0.125, "fair_share": 3, "over_fair_share": 1e-05}
+    figures |= {"over_quota": 0.125, "fair_share": 3, "over_fair_share": 1e-05, "usage": 0.123456}
     rows = [
         {"unit": "vision", "kind": "project", "department": "rnd", "pool": "a100", **figures},
         {"unit": 'odd "unit" \\ with\na newline', "kind": "department", "department": "x", "pool": "p", **figures},

@@ -18,7 +18,7 @@ from pools import selectors, services
 from pools.choices import ConfigType
 from pools.engine.errors import ConfigError
 from pools.fleet.dcgm import Behaviour, pod_behaviour
-from pools.models import Backend, GpuConsumption, QuietGpu, UsageSample, UtilizationSample
+from pools.models import Backend, GpuConsumption, ProjectUsageMinute, QuietGpu, UsageSample, UtilizationSample
 from pools.services.demo import history_moments
 from pools.telemetry.prometheus import PrometheusError
 
@@ -279,6 +279,11 @@ def test_the_demo_has_a_week_of_history_on_its_first_run(demo):
     assert UtilizationSample.objects.filter(resolution="minute").exists()
     week = selectors.consumption_report(user=SYSTEM, filters={"period": "7d"})
     assert week["total"]["allocated_gpu_hours"] > 100 and week["total"]["idle_gpu_hours"] > 0
+    # Time-based fair share's week (SEMANTICS §9.3): the first recording counts it into the sums.
+    assert ProjectUsageMinute.objects.filter(at__lt=oldest + timedelta(hours=2)).exists()
+    services.usage_sample_record()
+    used = [row["usage"] for row in selectors.quota_figures(user=SYSTEM) if row["kind"] == "project"]
+    assert max(used) > 0.01
     assert services.demo_history_backfill() == 0  # never twice
 
 

@@ -67,12 +67,25 @@ class QuotaListView(QuotaView):
         description="One row per (department or project, pool) the caller may see, with every figure of SEMANTICS "
         "§9, as `poolctl quota list --json`: each department, then its projects; `warnings` says where projects "
         "deserve more than their department, or departments more than a pool's capacity (never refused).",
-        parameters=[OpenApiParameter("pool", str, description="one pool")],
+        parameters=[
+            OpenApiParameter("pool", str, description="one pool"),
+            OpenApiParameter(
+                "k_value",
+                float,
+                description="what-if (SEMANTICS §9.3): each row also gets `what_if_fair_share` and `what_if_usage`, "
+                "the fair share with this k and the usage over `window` (default 7d: last week's) and `half_life`; "
+                "nothing is written",
+            ),
+            OpenApiParameter("window", str, description="what-if: the usage window (1h to 30d; default 7d)"),
+            OpenApiParameter("half_life", str, description="what-if: the usage half-life (none by default)"),
+        ],
         responses={200: serializers.QuotaListSerializer, 400: ERRORS, 404: ERRORS},
     )
     def get(self, request):
+        params = request.query_params
         with service_errors():
-            return Response(selectors.quota_report(user=request.user, pool=request.query_params.get("pool") or None))
+            what_if = selectors.fair_share_what_if(params.get("k_value"), params.get("window"), params.get("half_life"))
+            return Response(selectors.quota_report(user=request.user, pool=params.get("pool") or None, what_if=what_if))
 
     @extend_schema(
         summary="Change many quotas at once, all or nothing",

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..choices import LABEL_WRITABLE_KINDS, TYPE_LABELS, BackendKind, ConfigType, PlacementStrategy
+from ..engine import pastusage
 from ..engine.errors import ConfigError, EngineError, Problem
 from ..engine.identity import SYNC_MODES
 from ..engine.labels import label_key_problem, label_value_problem
@@ -52,6 +53,7 @@ BACKEND_FIELDS = (
     "default_pool",
     "prometheus_url",
     "prometheus_token_env",
+    "fair_share",
 )
 # Prometheus's credentials are never in a document: a backend names the environment variable that holds them,
 # and only its own variables, ``GPUPOOL_PROMETHEUS_<BACKEND>`` or ``GPUPOOL_PROMETHEUS_<BACKEND>_<WORD>`` (so a
@@ -253,6 +255,10 @@ def normalize_backend(body: Any, where: str, name: str) -> tuple[dict, list[Prob
         "prometheus_url": reader.string("prometheus_url", max_length=1024),
         "prometheus_token_env": reader.string("prometheus_token_env", max_length=128),
     }
+    normalized["fair_share"], _, problems = pastusage.read_settings(
+        reader.body.get("fair_share"), reader.path("fair_share")
+    )
+    reader.problems.extend(problems)
     problem = prometheus_url_problem(normalized["prometheus_url"])
     if problem:
         reader.fail("prometheus_url", problem)

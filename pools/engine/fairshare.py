@@ -383,7 +383,7 @@ class _Tree:
         """Each queue's usage, 0 to 1, exactly (a problem noted for one that is not)."""
         values = self._column("usage")
         if not any(values):
-            return values
+            return [0] * len(values)  # zeros as ints: a float 0.0 would turn the offers into floats
         usages = []
         for index, value in enumerate(values):
             read: list[Problem] = []

@@ -111,6 +111,9 @@ class _NodeInfo:
     selector: dict
     host_ip: str
     pools: tuple[str, ...]
+    # A node a standing workload runs on or is pinned to: it never goes down, so what the demo shows of it (who
+    # holds it, who waits for it and why) holds at any time.
+    steady: bool = False
 
 
 def _amount(value: object) -> float:
@@ -214,9 +217,13 @@ class Fleet:
         for pod in standing:
             if pod["spec"].get("nodeName"):
                 reserved.setdefault(pod["spec"]["nodeName"], []).append(pod_resource_requests(pod["spec"]))
+        pinned = set(reserved) | {
+            ((pod["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname") or "") for pod in standing
+        }
         by_name: dict[str, _NodeInfo] = {}
         for index, node in enumerate(node_objects):
             info = self._node_info(node, _pool_names(pool_labels.get(node["metadata"]["name"])))
+            info.steady = info.name in pinned
             self._nodes.append(info)
             by_name[info.name] = info
             system = [ds for ds in objects.DAEMONSETS if not ds[5] or _is_gpu_node(info.base)] if system_pods else []
@@ -490,7 +497,7 @@ class Fleet:
 
     def _node_status(self, info: _NodeInfo, t: float) -> tuple[int, int | None]:
         """(kind, since): kind -1 up, 0-3 NotReady, 4-5 Unknown, 6-9 cordoned; since: last transition, or None."""
-        if not info.live:
+        if not info.live or info.steady:
             return -1, None
         epoch = int((t + info.phase) // info.epoch)
         for back in range(epoch, epoch - _NODE_LOOKBACK, -1):
@@ -502,6 +509,8 @@ class Fleet:
 
     def _down_intervals(self, info: _NodeInfo, t: float) -> list[tuple[int, int]]:
         """The node's down windows that could hold the start of a pod visible at ``t``."""
+        if info.steady:
+            return []
         first = int((t - self._max_lane_epoch + info.phase) // info.epoch)
         last = int((t + info.phase) // info.epoch)
         windows = [self._node_window(info, epoch) for epoch in range(first, last + 1)]

@@ -8,6 +8,8 @@
 - ``access``: roles, their reach, the profile
 - ``gpuctl``: gpuctl's pool and node listings, node labels, the workloads holding a pool
 - ``quotas``: quotas per node pool and the fair-share simulator
+- ``estimates``: when each waiting workload will start, and how often the console was right
+- ``project_usage``: each project's past usage, which time-based fair share reads
 - ``units``: departments and projects as the quota pages show them (projects, departments, grid, dashboard)
 - ``utilization``: GPU utilization: the devices' readers, idle GPUs, GPU-hours, the pools' and nodes' history
 - ``whatif``: the what-if check's quota part: within quota, over quota or past a limit
@@ -65,6 +67,7 @@ from .configs import (
     snapshot_diff,
 )
 from .effects import ChangePlacements, change_placements, config_change_effect, hidden_nodes_would_move
+from .estimates import estimate_accuracy
 from .gpuctl import (
     gpuctl_node_detail,
     gpuctl_nodes,
@@ -128,9 +131,11 @@ from .pools import (
     pool_status,
     pools_visible,
 )
+from .project_usage import fair_share_what_if, project_usage, project_usage_minutes
 from .quotas import (
     departments_queryset,
     departments_visible,
+    project_allocations,
     projects_queryset,
     projects_visible,
     quota_figures,

@@ -13,11 +13,12 @@ from django.db.models import Count
 from accounts.access import visible
 
 from ..configs.fields import DEFAULT_OVER_QUOTA_WEIGHT, DEFAULT_QUOTA_PRIORITY, department_body, project_body
-from ..engine import fairshare, reclaim
+from ..engine import fairshare, pastusage, reclaim
 from ..engine.errors import NotFound
 from ..engine.permissions import VIEW_DEPARTMENT, VIEW_POOL, VIEW_PROJECT
 from ..models import Department, Node, NodeMembership, Pod, Pool, Project
 from ..querysets import quotas_visible
+from .project_usage import project_usage
 
 
 def quota_simulate(document: Mapping) -> dict:
@@ -203,6 +204,28 @@ def _usage(
     return used, workloads
 
 
+def project_allocations() -> dict[int, tuple[float, dict[str, float]]]:
+    """Per backend: its capacity (allocatable GPUs of its available nodes) and the GPUs each project's running pods
+    hold on it, every pod once: what one minute of time-based fair share's history records (SEMANTICS §9.3). Two
+    queries, summed in the database; a project's pods as ``_usage`` finds them."""
+    namespaces = dict(Project.objects.values_list("name", "namespaces"))
+    owner = {namespace: project for project, names in namespaces.items() for namespace in names}
+    queue, key = _queue_label()
+    held = _sql(
+        f"SELECT p.backend_id, p.namespace, {queue}, SUM(p.gpu) FROM {{pod}} p WHERE p.node_name <> '' "
+        f"AND p.phase NOT IN ('Succeeded', 'Failed') AND p.gpu > 0 GROUP BY p.backend_id, p.namespace, {queue}",
+        [key, key],
+    )
+    capacity = _sql("SELECT backend_id, SUM(gpu) FROM {node} WHERE available GROUP BY backend_id", [])
+    found = {backend_id: (float(gpus or 0), {}) for backend_id, gpus in capacity}
+    for backend_id, namespace, label, gpus in held:
+        project = label if label in namespaces else owner.get(namespace)
+        if project is not None:
+            allocated = found.setdefault(backend_id, (0.0, {}))[1]
+            allocated[project] = allocated.get(project, 0.0) + float(gpus)
+    return found
+
+
 def _selected_pool(backend_id: int, node_selector, label_pools: dict[tuple[int, str, str], int]) -> int | None:
     """The label pool a waiting pod's ``nodeSelector`` asks for (a label pool's key and value among its pairs)."""
     pairs = json.loads(node_selector) if isinstance(node_selector, str) else node_selector
@@ -226,20 +249,24 @@ def quota_warnings(*, user) -> list[str]:
     units = _quota_units(user=user)
     if units is None:
         return []
-    pools, _, capacity, quotas, _, _, members, seen = units
+    pools, _, capacity, quotas, _, _, members, seen, _ = units
     return _oversubscribed(pools, capacity, members, quotas, seen)
 
 
 def _quota_units(*, user, pool: str | None = None):
     """What the figures and the warnings start from: the pools ``user`` may see (of ``pool`` only, when given), the
     label pools, the capacities, every unit's GPU quotas per pool, the departments, the projects, each
-    department's projects' positions, and the units ``user`` may see. None when there is no unit at all."""
-    pool_rows = list(Pool.objects.order_by("name").values_list("id", "name", "backend_id", "node_label"))
+    department's projects' positions, the units ``user`` may see, and the time-based fair share settings of the
+    pools' backends. None when there is no unit at all."""
+    pool_rows = list(
+        Pool.objects.order_by("name").values_list("id", "name", "backend_id", "node_label", "backend__fair_share")
+    )
     shown_pools = set(visible(user, VIEW_POOL, [row[1] for row in pool_rows]))
-    pools, label_pools = [], {}
-    for pool_id, name, backend_id, node_label in pool_rows:
+    pools, label_pools, settings = [], {}, {}
+    for pool_id, name, backend_id, node_label, fair_share in pool_rows:
         if name not in shown_pools:
             continue
+        settings[backend_id] = fair_share
         pools.append((pool_id, name, backend_id))
         if node_label:
             label_pools[backend_id, node_label["key"], node_label["value"]] = pool_id
@@ -271,21 +298,26 @@ def _quota_units(*, user, pool: str | None = None):
         members[department].append(position)
     seen = {("department", name) for name in visible(user, VIEW_DEPARTMENT, departments)}
     seen |= {("project", name) for name in visible(user, VIEW_PROJECT, [name for name, _, _ in projects])}
-    return pools, label_pools, capacity, quotas, departments, projects, members, seen
+    settings = {backend_id: pastusage.read_settings(value)[1] for backend_id, value in settings.items()}
+    return pools, label_pools, capacity, quotas, departments, projects, members, seen, settings
 
 
-def quota_report(*, user, pool: str | None = None) -> dict:
+def quota_report(*, user, pool: str | None = None, what_if: pastusage.Settings | None = None) -> dict:
     """``{"quotas": rows, "warnings": [...]}``: one row per (department or project, pool) ``user`` may see, with
     every figure of SEMANTICS §9, and §9's warnings about what they may see (never refusals).
 
     Fair shares are computed per pool over every unit, seen or not (a share depends on its siblings), against
-    the pool's capacity; then the rows are cut to the units and pools ``user`` may see. A fixed number of
+    the pool's capacity, with the pool's backend's time-based fair share (§9.3: its ``k_value`` and each unit's
+    ``usage`` over its window); then the rows are cut to the units and pools ``user`` may see. A fixed number of
     queries, whatever the number of units, pools and pods.
+
+    ``what_if`` (a planner's "with k = 1 and last week's usage"): each row also gets ``what_if_fair_share``, the
+    share under those settings instead of the backend's, with the usage they read; nothing is written.
     """
     units = _quota_units(user=user, pool=pool)
     if units is None:
         return {"quotas": [], "warnings": []}  # no quota to divide, nothing to read: what /metrics costs without any
-    pools, label_pools, capacity, quotas, departments, projects, members, seen = units
+    pools, label_pools, capacity, quotas, departments, projects, members, seen, settings = units
     units = [("department", name, None) for name in departments]
     units += [("project", name, department) for name, department, _ in projects]
     used, workloads = _usage({name: namespaces for name, _, namespaces in projects}, pools, label_pools)
@@ -303,14 +335,17 @@ def quota_report(*, user, pool: str | None = None) -> dict:
             kind, name, _ = units[position]
             if (kind, name) in seen:
                 shown.append((position, kind, name, department, parent))
+    usage_of = project_usage(settings)
+    planned = project_usage(dict.fromkeys(settings, what_if)) if what_if is not None else {}
     deserved_of = _ReadOnce(lambda deserved: Decimal(str(deserved)))
     # A fair share as a Decimal, and as a row shows it, by (numerator, denominator): a Fraction's own hash costs
     # more than the rest of a row.
     share_of = _ReadOnce(_share)
     rows = []
-    for pool_id, pool_name, _ in pools:
+    for pool_id, pool_name, backend_id in pools:
         quota_of = quotas[pool_name]
         unit_quotas = [quota_of.get(position, NO_QUOTA) for position in range(len(units))]
+        usages = _unit_usages(usage_of[backend_id], departments, projects, members)
         usage = used[pool_id]
         count_of = workloads[pool_id]
         department_count = (
@@ -328,14 +363,28 @@ def quota_report(*, user, pool: str | None = None) -> dict:
             parts = [figures[member] for member in projects_of if figures[member] is not NOTHING_USED]
             if parts:
                 figures[department] = (sum(a for a, _ in parts), sum(p for _, p in parts))
+        # The usages go in only when the backend's k reads them (k 0 is §9.1 whatever the usage).
         queues = [
-            fairshare.Queue(name, parent, *quota, allocated + pending, order)
-            for (name, parent, order), quota, (allocated, pending) in zip(identities, unit_quotas, figures, strict=True)
+            fairshare.Queue(name, parent, *quota, allocated + pending, order, usage)
+            for (name, parent, order), quota, (allocated, pending), usage in zip(
+                identities, unit_quotas, figures, usages if settings[backend_id].k else [0] * len(units), strict=True
+            )
         ]
         amount = capacity.get(pool_id, ZERO)
         shares = [
-            share_of[share.numerator, share.denominator] for share in fairshare.fair_shares(amount, queues).values()
+            share_of[share.numerator, share.denominator]
+            for share in fairshare.fair_shares(amount, queues, k_value=settings[backend_id].k).values()
         ]
+        if what_if is not None:
+            planned_usages = _unit_usages(planned[backend_id], departments, projects, members)
+            planned_shares = [
+                share_of[share.numerator, share.denominator][1]
+                for share in fairshare.fair_shares(
+                    amount,
+                    [queue._replace(usage=usage) for queue, usage in zip(queues, planned_usages, strict=True)],
+                    k_value=what_if.k,
+                ).values()
+            ]
         for position, kind, name, department, parent in shown:
             deserved_as_given, limit, weight, priority = unit_quotas[position]
             allocated, pending = figures[position]
@@ -363,11 +412,27 @@ def quota_report(*, user, pool: str | None = None) -> dict:
                     else None,
                     "over_quota": _figure(allocated - deserved) if allocated > deserved else 0,
                     "fair_share": fair_share,
+                    "usage": usages[position],
                     "over_fair_share": _figure((allocated - share).quantize(SHARE_PLACES)) if allocated > share else 0,
                     "workloads": count_of.get(name, 0) if kind == "project" else department_count.get(name, 0),
                 }
             )
+            if what_if is not None:
+                rows[-1]["what_if_usage"] = planned_usages[position]
+                rows[-1]["what_if_fair_share"] = planned_shares[position]
     return {"quotas": rows, "warnings": warnings}
+
+
+def _unit_usages(
+    usage: dict[str, float], departments: list[str], projects: list[tuple], members: dict[str, list[int]]
+) -> list[float]:
+    """Each unit's usage by position (departments, then projects): a project's own, a department's its projects'
+    sum (the same denominator at every level, §9.3)."""
+    found = [0.0] * len(departments) + [usage.get(name, 0.0) for name, _, _ in projects]
+    if usage:
+        for top, projects_of in enumerate(members.values()):
+            found[top] = round(min(1.0, sum(found[member] for member in projects_of)), pastusage.USAGE_PLACES)
+    return found
 
 
 def _share(fraction: tuple[int, int]) -> tuple[Decimal, int | float]:

@@ -15,10 +15,12 @@ from accounts.access import SYSTEM
 from .. import gate
 from ..choices import ConfigType, UnitStatus
 from ..configs import body_etag, department_body, project_body
-from ..engine.errors import NotFound
+from ..engine import pastusage
+from ..engine.errors import ConfigError, NotFound
 from ..models import Department, Pool, Project, UsageSample
 from .capacity import usage_series
 from .configs import config_object
+from .project_usage import fair_share_what_if
 from .quotas import departments_visible, pool_quota_capacity, projects_visible, quota_figures, quota_report
 
 BELOW_ABOVE_SHOWN = 5
@@ -151,13 +153,23 @@ def _version(config_type: ConfigType, name: str) -> str:
     return body_etag(project_body(Project.objects.select_related("department").get(name=name)))
 
 
-def quota_dashboard(*, user, pool: str) -> dict:
+def quota_dashboard(*, user, pool: str, what_if: dict | None = None) -> dict:
     """A pool's quota dashboard: its capacity against the quotas given on it, allocated against deserved per
-    department and project, what waits per project, and the units farthest below and above their fair share."""
-    pool_obj = Pool.objects.restrict(user).filter(name=pool).first()
+    department and project, what waits per project, and the units farthest below and above their fair share.
+
+    ``what_if`` (``k_value``, ``window``, ``half_life`` as a form gives them) adds each unit's fair share with
+    those time-based fair share settings and its usage over that window (§9.3), nothing written; bad ones are
+    said in ``what_if_problems`` and the rest of the dashboard answers as without them."""
+    pool_obj = Pool.objects.restrict(user).select_related("backend").filter(name=pool).first()
     if pool_obj is None:
         raise NotFound(f"pool '{pool}' does not exist")
-    report = quota_report(user=user, pool=pool)
+    what_if = dict(what_if or {})
+    try:
+        planned = fair_share_what_if(what_if.get("k_value"), what_if.get("window"), what_if.get("half_life"))
+        problems = []
+    except ConfigError as exc:
+        planned, problems = None, [str(problem) for problem in exc.problems]
+    report = quota_report(user=user, pool=pool, what_if=planned)
     rows, warnings = report["quotas"], report["warnings"]
     departments = [row for row in rows if row["kind"] == "department"]
     projects = [row for row in rows if row["kind"] == "project"]
@@ -187,6 +199,10 @@ def quota_dashboard(*, user, pool: str) -> dict:
         "below_fair_share": below[:BELOW_ABOVE_SHOWN],
         "above_fair_share": above[:BELOW_ABOVE_SHOWN],
         "warnings": warnings,
+        "fair_share_settings": pastusage.read_settings(pool_obj.backend.fair_share)[0],
+        "what_if": what_if if planned is not None else None,
+        "what_if_form": what_if,
+        "what_if_problems": problems,
     }
 
 

@@ -43,6 +43,7 @@ from ..models import (
     WorkloadVerdict,
     backend_status,
 )
+from . import estimates
 from .pools import DEFAULT_PLATFORM, platform_validation_names
 from .quotas import QUEUE_LABEL, _selected_pool, quota_report
 from .workload_keys import workload_key_condition
@@ -127,6 +128,9 @@ class _Live:
         self.waiting: dict[int, set[str]] = {}
         # Each judged workload's PodScheduled message (``_judge``), which a kept verdict needs to age (``_kept``).
         self.scheduled_messages: dict[WorkloadKey, str] = {}
+        # Each judged workload's start estimate (SEMANTICS §10.1), made when every waiting workload of its pool is
+        # judged (the workloads ahead of it are needed): the worker's rounds, a backend judged whole.
+        self.starts: dict[WorkloadKey, dict] = {}
 
     def narrow(self, pool_ids: Iterable[int]) -> None:
         """Read the state of these pools only (the pools of the workloads judged): call before any state is read."""
@@ -142,6 +146,16 @@ class _Live:
     def running(self) -> dict[int, list[engine.RunningJob]]:
         self.nodes  # noqa: B018 -- the running jobs are placed on the pools of their nodes, read with the nodes
         return self._running()
+
+    @cached_property
+    def holders(self) -> dict[int, list]:
+        """Each pool's workloads holding GPUs on its nodes (``estimates.running_holders``), for the start estimates."""
+        self.nodes  # noqa: B018 -- placed on the pools of their nodes, read with the nodes
+        return estimates.running_holders(self)
+
+    @cached_property
+    def learned_runtimes(self) -> estimates.LearnedRuntimes:
+        return estimates.LearnedRuntimes(self.backend_ids, self.now)
 
     @cached_property
     def units(self) -> dict[int, list[engine.UnitState]]:
@@ -255,11 +269,15 @@ class _Live:
             )
         return units
 
-    def pending(self) -> tuple[dict[int, list[engine.PendingWorkload]], list[engine.PendingWorkload]]:
-        """The pending workloads by pool, and those of no pool. One query, grouped by workload and pod size."""
+    def pending(
+        self, *, every: bool = False
+    ) -> tuple[dict[int, list[engine.PendingWorkload]], list[engine.PendingWorkload]]:
+        """The pending workloads by pool, and those of no pool. One query, grouped by workload and pod size.
+        ``every``: those of every key, not only of ``keys`` (the workloads ahead of them, for their start estimates)."""
+        keys = None if every else self.keys
         pods = self._pods().filter(node_name="")
-        if self.keys is not None:
-            pods = pods.filter(workload_key_condition(self.keys))
+        if keys is not None:
+            pods = pods.filter(workload_key_condition(keys))
         rows = (
             pods.exclude(phase__in=TERMINATED)
             .values(
@@ -287,7 +305,7 @@ class _Live:
         found: dict[WorkloadKey, dict] = {}
         for row in rows:
             key = (row["backend_id"], row["namespace"], row["workload_kind"], row["workload_name"])
-            if self.keys is not None and key not in self.keys:
+            if keys is not None and key not in keys:
                 continue  # one of the other workloads the key condition reads
             workload = found.setdefault(
                 key,
@@ -332,7 +350,7 @@ class _Live:
             if workload["pool"] is not None and workload["project"]:
                 self.waiting.setdefault(workload["pool"], set()).add(workload["project"])
             if workload["pool"] is not None:
-                by_pool[workload["pool"]].append(pending)
+                by_pool.setdefault(workload["pool"], []).append(pending)  # (``every``: pools narrowed out too)
             elif self.only is None:
                 unpooled.append(pending)
         return by_pool, unpooled
@@ -464,15 +482,21 @@ def _judge(live: _Live) -> tuple[dict[WorkloadKey, engine.Verdict], dict[Workloa
     """Every verdict, and each workload's pool id and GPUs asked. With keys, only the state of the pools those
     workloads wait on is read."""
     by_pool, unpooled = live.pending()
+    everyone = by_pool  # the waiting workloads a start estimate plays forward: every one of the pool
     if live.keys is not None:
         live.narrow(pool_id for pool_id, workloads in by_pool.items() if workloads)
         by_pool = {pool_id: by_pool[pool_id] for pool_id in live.pools}
+        if any(by_pool.values()):
+            everyone = live.pending(every=True)[0]
     found: dict[WorkloadKey, engine.Verdict] = {}
     where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
     for pool_id, workloads in by_pool.items():
         if workloads:
             workloads = [live.with_refusal(pool_id, workload) for workload in workloads]
-            found.update(engine.pool_verdicts(live.pool_state(pool_id), workloads))
+            judged = engine.pool_verdicts(live.pool_state(pool_id), workloads)
+            found.update(judged)
+            ahead = [live.with_refusal(pool_id, workload) for workload in everyone.get(pool_id, workloads)]
+            live.starts.update(estimates.pool_start_estimates(live, pool_id, ahead, judged))
             where.update((w.key, (pool_id, w.request)) for w in workloads)
             live.scheduled_messages.update((w.key, w.scheduled_message) for w in workloads)
     for workload in unpooled:
@@ -488,14 +512,21 @@ def judged_verdicts(backend_id: int) -> tuple[dict[WorkloadKey, dict], dict[Work
     live = _Live([backend_id])
     found, where = _judge(live)
     return (
-        {key: verdict.as_dict() for key, verdict in found.items()},
+        {key: _with_start(verdict.as_dict(), live.starts.get(key)) for key, verdict in found.items()},
         {key: (*where[key], live.scheduled_messages.get(key, "")) for key in found},
     )
 
 
 def _judged_live(live: _Live) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
     found, where = _judge(live)
-    return {key: verdict.as_dict() for key, verdict in found.items()}, where
+    return {key: _with_start(verdict.as_dict(), live.starts.get(key)) for key, verdict in found.items()}, where
+
+
+def _with_start(verdict: dict, start: dict | None) -> dict:
+    """A verdict with its start estimate (SEMANTICS §10.1): ``start`` is None where none was made (its pool's other
+    waiting workloads were not judged with it, or a wait does not end its reason)."""
+    verdict["start"] = start
+    return verdict
 
 
 def _fresh_backends(backend_ids: Iterable[int] | None) -> dict[int, datetime]:

@@ -387,6 +387,8 @@ class WorkloadRows(Sequence):
                     "created": _time(group["created_at"]),
                     "started": _time(group["started_at"]),
                     "waiting_since": _time(group["waiting_since"]),
+                    "likely_start": ((verdict or {}).get("start") or {}).get("likely"),
+                    "late_start": ((verdict or {}).get("start") or {}).get("late"),
                 }
             )
             rows[-1]["pool"] = ", ".join(rows[-1]["pools"])

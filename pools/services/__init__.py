@@ -51,6 +51,7 @@ from .labels import PoolBusy, label_pool_apply, label_pool_delete, node_label, w
 from .leases import lease_acquire, lease_owner, lease_release
 from .membership import membership_recompute, node_groups_refresh
 from .node_usage import usage_refresh
+from .project_usage import project_usage_compact, project_usage_record
 from .quotas import (
     department_create,
     project_create,
@@ -68,6 +69,7 @@ from .utilization import (
     utilization_record_all,
 )
 from .watching import WatchBusy, backend_watch_for, watch_task_seconds
+from .workload_runs import start_estimates_keep, workload_runs_compact, workload_runs_record
 from .workload_verdicts import workload_verdicts_keep, workload_verdicts_keep_quietly
 
 __all__ = [
@@ -126,5 +128,10 @@ __all__ = [
     "usage_history_compact",
     "usage_refresh",
     "usage_sample_record",
+    "project_usage_record",
+    "project_usage_compact",
+    "workload_runs_record",
+    "workload_runs_compact",
+    "start_estimates_keep",
     "watch_events_apply",
 ]

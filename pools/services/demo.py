@@ -17,7 +17,7 @@ from pools.engine.accounting import pod_resource_requests
 from pools.fleet.catalogue import GPU, PRODUCT_LABEL
 from pools.fleet.layouts import DEMO_BACKENDS, demo_blueprint
 from pools.inventory.files import node_labels_path
-from pools.models import Backend, Pool, Project, UsageSample, UtilizationSample
+from pools.models import Backend, Pool, Project, ProjectUsageMinute, UsageSample, UtilizationSample
 from pools.selectors.quotas import QUEUE_LABEL
 
 from .actors import SYSTEM, Actor
@@ -170,6 +170,11 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
             for node_name in pool_nodes.get(other, ()):
                 members.setdefault(node_name, set()).add(name)
     project_names, project_namespaces = _demo_projects()
+    owner = {
+        namespace: name for name, spaces in Project.objects.values_list("name", "namespaces") for namespace in spaces
+    }
+    capacity = selectors.project_allocations().get(backend.pk, (0.0, {}))[0]
+    minutes = []  # time-based fair share's history (SEMANTICS §9.3): what each project held at each moment
     quota_pools = {row["pool"]: row for row in selectors.quota_pool_totals() if row["pool"] in pools}
     products = {row["gpu_product"]: row for row in selectors.gpu_product_usage() if row["backend_id"] == backend.pk}
     samples = []
@@ -182,6 +187,7 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
         quota_used = dict.fromkeys(pools, 0.0)
         allocated = dict.fromkeys(quota_pools, 0.0)
         product_used = dict.fromkeys(products, 0.0)
+        held: dict[str, float] = {}
         for pod in pods:
             labels = pod["metadata"].get("labels") or {}
             gpus = gpus_of.get(id(pod["spec"]["containers"]))
@@ -194,6 +200,10 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
             if own in pools and labels.get(backend.priority_label) != "LOW":
                 quota_used[own] += gpus
             if labels.get(QUEUE_LABEL) in project_names or pod["metadata"].get("namespace") in project_namespaces:
+                project = labels.get(QUEUE_LABEL) if labels.get(QUEUE_LABEL) in project_names else None
+                project = project or owner[pod["metadata"]["namespace"]]
+                if node_name:
+                    held[project] = held.get(project, 0.0) + gpus
                 for pool in allocated:
                     if node_name in pool_nodes.get(pool, ()):
                         allocated[pool] += gpus
@@ -201,6 +211,8 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
                 product_used[product_of[node_name]] += gpus
         resolution = _resolution(moment, now)
         at = datetime.fromtimestamp(moment, tz=UTC).replace(second=0, microsecond=0)
+        seconds = 60 if resolution == UsageSample.Resolution.MINUTE else 3600
+        minutes.append(ProjectUsageMinute(backend=backend, at=at, seconds=seconds, capacity=capacity, allocated=held))
         for name, row in pools.items():
             gpu = row["gpu"]
             samples.append(
@@ -243,6 +255,8 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
             for product, row in products.items()
         ]
     UsageSample.objects.bulk_create(samples, ignore_conflicts=True, batch_size=1000)
+    # The worker's first recording counts these into the backend's sums.
+    ProjectUsageMinute.objects.bulk_create(minutes, ignore_conflicts=True, batch_size=1000)
 
 
 def _demo_projects() -> tuple[set[str], set[str]]:

@@ -15,6 +15,9 @@ from accounts.access import SYSTEM as SYSTEM_PRINCIPAL
 from pools import selectors
 from pools.models import UsageSample
 
+from .project_usage import project_usage_compact, project_usage_record
+from .workload_runs import workload_runs_compact, workload_runs_record
+
 MINUTE_RETENTION = timedelta(days=2)
 HOUR_RETENTION = timedelta(days=90)
 
@@ -63,6 +66,8 @@ def usage_sample_record(*, at: datetime | None = None) -> int:
         if row["pool"] in backends
     ]
     UsageSample.objects.bulk_create(samples, ignore_conflicts=True, batch_size=1000)
+    project_usage_record(at=at)  # time-based fair share's minute (SEMANTICS §9.3)
+    workload_runs_record(at=at)  # the runs start estimates learn from, the starts they are measured by (§10.1)
     return len(samples)
 
 
@@ -99,7 +104,10 @@ def history_compact(model, *, keys: tuple[str, ...], figures: tuple[str, ...], n
 
 
 def usage_history_compact(*, now: datetime | None = None) -> dict:
-    """Average finished hours of usage samples into hourly ones; drop samples past their retention."""
+    """Average finished hours of usage samples into hourly ones; drop samples past their retention (and the
+    projects' minutes past every fair-share window)."""
+    project_usage_compact(now=now)
+    workload_runs_compact(now=now)
     return history_compact(
         UsageSample,
         keys=("scope", "key", "backend_id"),

@@ -16,7 +16,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from pools import selectors
-from pools.models import Backend, ConfigRevision, VerdictRound, WorkloadSums, WorkloadVerdict
+from pools.models import Backend, ConfigRevision, StartEstimate, VerdictRound, WorkloadSums, WorkloadVerdict
+
+from .workload_runs import start_estimates_keep
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +60,33 @@ def workload_verdicts_keep(*, backend: Backend) -> dict:
         WorkloadVerdict(backend_id=backend.pk, namespace=namespace, workload_kind=kind, workload_name=name, reason="")
         for namespace, kind, name in waiting - {key[1:] for key in found}
     ]
+    # Each start estimate as first made (SEMANTICS §10.1), of the workloads none of whose pods runs yet.
+    running = set(
+        WorkloadSums.objects.filter(backend=backend, pending__gt=0, running__gt=0)
+        .order_by()
+        .values_list("namespace", "workload_kind", "workload_name")
+    )
+    estimates = [
+        StartEstimate(
+            backend_id=backend.pk,
+            namespace=key[1],
+            workload_kind=key[2],
+            workload_name=key[3],
+            pool_id=where[key][0],
+            made_at=started,
+            likely=verdict["start"]["likely"],
+            late=verdict["start"]["late"],
+        )
+        for key, verdict in found.items()
+        if verdict.get("start") and where[key][0] is not None and key[1:] not in running
+    ]
     seconds = round(time.monotonic() - clock, 3)
     with transaction.atomic():
         # One round at a time per backend (a watch's and a sync's): the backend's row, as its other writers lock it.
         list(Backend.objects.select_for_update(no_key=True).filter(pk=backend.pk).values_list("pk"))
         WorkloadVerdict.objects.filter(backend=backend).delete()
         WorkloadVerdict.objects.bulk_create(rows, batch_size=1000)
+        start_estimates_keep(estimates)
         VerdictRound.objects.update_or_create(
             backend=backend,
             defaults={"judged_at": started, "config_revision": revision, "workloads": len(found), "seconds": seconds},

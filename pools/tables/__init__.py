@@ -16,7 +16,7 @@ from .inventory import (
     USAGE_SAMPLES,
 )
 from .pools import CONFIG_EFFECT, GPUCTL_POOLS, NODE_POOL_DEFAULT_COLUMNS, NODE_POOL_NUMBERS, NODE_POOLS, POOLS
-from .quotas import DEPARTMENTS, PROJECTS, QUOTAS
+from .quotas import DEPARTMENTS, PROJECTS, QUOTAS, QUOTAS_WHAT_IF
 from .topology import TOPOLOGY_DOMAINS, TOPOLOGY_SHAPES
 from .utilization import CONSUMPTION, IDLE
 from .workloads import WORKLOADS
@@ -31,6 +31,7 @@ __all__ = [
     "IDLE",
     "PROJECTS",
     "QUOTAS",
+    "QUOTAS_WHAT_IF",
     "REVISIONS",
     "USAGE_SAMPLES",
     "USERS",

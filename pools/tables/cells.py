@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import mark_safe
 
-from .formats import count, limit
+from .formats import count, limit, share
 
 NEAR_QUOTA = 0.8
 LEVEL_LABELS = {"ok": "within quota", "near": "near quota", "over": "over quota"}
@@ -321,6 +321,8 @@ def quota_held(row: dict) -> str:
     if row["over_quota"]:
         held += f' · <span class="over-quota">{count(row["over_quota"])} over quota</span>'
     held += f" · fair {count(row['fair_share'])}"
+    if row.get("usage"):
+        held += f' · <span title="past usage (time-based fair share)">used {share(row["usage"])}</span>'
     return mark_safe(f'<div class="quota-held small">{held} {above_limit_mark(row)}</div>')  # numbers only
 
 

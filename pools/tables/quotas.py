@@ -5,7 +5,7 @@ departments views (their CSV and ``poolctl project|department list``) and the fi
 from __future__ import annotations
 
 from .base import CLI, CSV, Column, Table
-from .formats import amount
+from .formats import amount, share
 
 _QUOTA_TOTALS = (
     Column("node_pools", "NODE POOLS WITH QUOTA", text=lambda pools: ",".join(pools) or "-", csv=",".join),
@@ -75,7 +75,26 @@ QUOTAS = Table(
         Column("allocation_ratio", "RATIO", text=_ratio, numeric=True),
         Column("over_quota", "OVER QUOTA", text=amount, numeric=True),
         Column("fair_share", "FAIR SHARE", text=amount, numeric=True),
+        Column("usage", "USAGE", text=share, numeric=True),
         Column("over_fair_share", "OVER FAIR SHARE", text=amount, numeric=True),
+    ),
+    empty="No quotas.",
+)
+# ``quota list`` with a what-if (SEMANTICS §9.3): the fair share now and with the planned k and usage.
+QUOTAS_WHAT_IF = Table(
+    "quotas-what-if",
+    (
+        Column("pool", "POOL"),
+        Column("unit", "UNIT", value=_unit),
+        Column("department", "DEPARTMENT"),
+        Column("deserved", "DESERVED", text=amount, numeric=True),
+        Column("over_quota_weight", "WEIGHT", text=amount, numeric=True),
+        Column("allocated", "ALLOCATED", text=amount, numeric=True),
+        Column("request", "REQUEST", text=amount, numeric=True),
+        Column("fair_share", "FAIR SHARE", text=amount, numeric=True),
+        Column("usage", "USAGE", text=share, numeric=True),
+        Column("what_if_usage", "WHAT-IF USAGE", text=share, numeric=True),
+        Column("what_if_fair_share", "WHAT-IF FAIR SHARE", text=amount, numeric=True),
     ),
     empty="No quotas.",
 )

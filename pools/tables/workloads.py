@@ -23,6 +23,30 @@ def pod_counts(row) -> str:
     return f"{pods['running']}/{pods['pending']}/{pods['done']}"
 
 
+def start_time(value) -> str:
+    """A start estimate's time (ISO) as the list shows it: to the minute; ``—`` when there is none."""
+    return value[:16].replace("T", " ") if value else "—"
+
+
+def start_text(start) -> str:
+    """A workload's start estimate (SEMANTICS §10.1) in a sentence, with what it was learned from."""
+    if not start:
+        return ""
+    if not start.get("likely"):
+        return "no estimate: nothing it waits for has a learned runtime, or it would not start within 30 days"
+    text = f"likely {start_time(start['likely'])}, at the latest {start_time(start.get('late'))}"
+    runtime = start.get("runtime")
+    if runtime:
+        basis = {"project": "its project's", "kind": "the backend's", "backend": "all the backend's"}.get(
+            runtime.get("basis"), ""
+        )
+        text += (
+            f" (it runs {human_duration(runtime['median'])}, at most {human_duration(runtime['p90'])}: "
+            f"{basis} {runtime['finished']} finished runs)"
+        )
+    return text
+
+
 WORKLOADS = Table(
     "workloads",
     (
@@ -42,6 +66,8 @@ WORKLOADS = Table(
         Column("created", "CREATED", where=frozenset({CSV})),
         Column("started", "STARTED", where=frozenset({CSV})),
         Column("waiting_since", "WAITING SINCE", text=dash),
+        Column("likely_start", "LIKELY START", text=start_time),
+        Column("late_start", "LATE START", text=start_time, where=frozenset({CSV})),
     ),
     empty="No workloads.",
     style="gpuctl",
@@ -117,6 +143,9 @@ def workload_text(workload) -> str:
         f"Started:         {workload['started'] or '-'}",
         f"Waiting since:   {workload['waiting_since'] or '-'}",
     ]
+    start = (workload.get("verdict") or {}).get("start")
+    if start:
+        lines.append(f"Starts:          {start_text(start)}")
     verdict = workload.get("verdict")
     if verdict:
         lines += ["", f"Waits:           {verdict.get('reason', '')}"]

@@ -29,6 +29,8 @@ register.filter("node_gpu_cell", cells.gpu_cell)  # a node's GPUs and MIG slices
 register.filter("rack_row", cells.rack_row)  # a domain of a pool's topology picture
 register.filter("idle_gpus", utilization_tables.idle_gpus)
 register.filter("workload_gpus", workload_tables.workload_gpus)  # a workload's GPUs and MIG slices
+register.filter("start_text", workload_tables.start_text)  # a waiting workload's start estimate, in a sentence
+register.filter("start_time", workload_tables.start_time)
 register.filter("duration", formats.human_duration)
 register.filter("percent", formats.percent)
 register.filter("share", formats.share)

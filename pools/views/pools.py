@@ -78,6 +78,7 @@ class PoolDetail(DoorPage):
                 "products": selectors.summary_products(row["summary"]),
                 "workloads": selectors.pool_workloads(pool),
                 "waiting": selectors.pool_waiting_summary(pool),
+                "estimate_accuracy": selectors.estimate_accuracy(user=request.user, pool=pool.name),
                 "ranges": list(selectors.PERIODS),
                 "utilization": selectors.pool_utilization(pool=pool.name),
                 "utilization_ranges": list(selectors.PERIODS),

@@ -197,7 +197,8 @@ class QuotaDashboard(DoorPage):
     template_name = "pools/quota_dashboard.html"
 
     def get(self, request, pool: str):
-        dashboard = selectors.quota_dashboard(user=request.user, pool=pool)
+        what_if = {key: request.GET.get(key, "") for key in ("k_value", "window", "half_life")}
+        dashboard = selectors.quota_dashboard(user=request.user, pool=pool, what_if=what_if)
         return self.page({**dashboard, "ranges": list(selectors.PERIODS)})
 
 

@@ -404,6 +404,27 @@ def test_standing_workloads_hold_their_node_or_wait_unscheduled(loaded):
     assert holder["metadata"]["name"] in gpu_pods and waiting["metadata"]["name"] not in gpu_pods
 
 
+def test_a_node_a_standing_workload_holds_or_is_pinned_to_never_goes_down():
+    """What the demo shows of such a node (who holds it, who waits for it and why) holds at any time: the other
+    nodes go down now and then, these never."""
+    document = json.loads(json.dumps(demo_blueprint("inference-cluster-01", seed=3)))
+    fleet = Fleet(
+        seed=3,
+        nodes=blueprint_from_list(document),
+        namespaces=blueprint_namespaces(document),
+        workloads=blueprint_pods(document),
+    )
+    pinned = {"t4-i-001", "t4-i-002"}  # the canary's and the replica's (SEMANTICS §10's reclaim and no_capacity)
+    down: Counter = Counter()
+    for t in range(int(T0), int(T0) + 3 * 86400, 1800):
+        for node in fleet.nodes(t):
+            ready = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}.get("Ready")
+            if ready != "True" or node["spec"].get("unschedulable"):
+                down[node["metadata"]["name"]] += 1
+    assert down, "no node ever went down: the fleet's timeline is not running"
+    assert not pinned & set(down), down
+
+
 def test_jobs_run_in_the_namespaces_by_their_shares(loaded):
     namespaces = Counter(
         p["metadata"]["namespace"]

@@ -113,6 +113,10 @@ class BackendSerializer(ConfigObjectSerializer):
         allow_blank=True,
         help_text="environment variable (GPUPOOL_PROMETHEUS_...) holding a bearer token or user:password",
     )
+    fair_share = serializers.JSONField(
+        required=False,
+        help_text='time-based fair share (SEMANTICS §9.3): {"k_value": 0, "window": "7d", "half_life": null}',
+    )
     status = BackendStatusSerializer(read_only=True)
 
     read_body = staticmethod(backend_body)

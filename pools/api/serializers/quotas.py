@@ -122,9 +122,19 @@ class QuotaFiguresRowSerializer(serializers.Serializer):
     request = serializers.FloatField(help_text="allocated + pending")
     allocation_ratio = serializers.FloatField(allow_null=True, help_text="allocated / deserved; null when 0")
     over_quota = serializers.FloatField(help_text="max(0, allocated - deserved)")
-    fair_share = serializers.FloatField(help_text="what the scheduler steers towards (SEMANTICS §9.1)")
+    fair_share = serializers.FloatField(
+        help_text="what the scheduler steers towards (SEMANTICS §9.1; §9.3 when the backend's k_value is above 0)"
+    )
+    usage = serializers.FloatField(
+        help_text="0 to 1: its GPU-seconds over the backend's capacity-seconds in the backend's fair-share window "
+        "(SEMANTICS §9.3); a department's is its projects' sum"
+    )
     over_fair_share = serializers.FloatField(help_text="max(0, allocated - fair_share)")
     workloads = serializers.IntegerField(help_text="its pods asking for GPUs there, bound to a node or waiting")
+    what_if_usage = serializers.FloatField(required=False, help_text="with k_value given: the usage the what-if reads")
+    what_if_fair_share = serializers.FloatField(
+        required=False, help_text="with k_value given: the fair share with that k and usage (nothing written)"
+    )
 
 
 class QuotaListSerializer(serializers.Serializer):

@@ -35,6 +35,14 @@ class WorkloadSerializer(serializers.Serializer):
     created = serializers.DateTimeField(allow_null=True)
     started = serializers.DateTimeField(allow_null=True, help_text="when its first running pod started")
     waiting_since = serializers.DateTimeField(allow_null=True, help_text="its oldest pending pod's creation")
+    likely_start = serializers.DateTimeField(
+        allow_null=True,
+        help_text="when a waiting workload is likely to start (SEMANTICS §10.1: the learned runtimes' medians); "
+        "null when it is not waiting, none could be made, or a wait does not end its reason",
+    )
+    late_start = serializers.DateTimeField(
+        allow_null=True, help_text="the late bound of its start (the learned runtimes' 90th percentiles)"
+    )
 
 
 class WorkloadPodSerializer(serializers.Serializer):
@@ -60,6 +68,10 @@ class WorkloadPhaseSerializer(serializers.Serializer):
 class WorkloadDetailSerializer(WorkloadSerializer):
     pod_list = WorkloadPodSerializer(many=True)
     nodes = serializers.ListField(child=serializers.CharField())
-    verdict = serializers.DictField(allow_null=True, help_text="reason, checks (reason, message, figures), victims")
+    verdict = serializers.DictField(
+        allow_null=True,
+        help_text="reason, checks (reason, message, figures), victims, start (likely, late, runtime: the learned "
+        "runtimes' median, p90, finished runs and basis)",
+    )
     victims = serializers.ListField(child=serializers.DictField())
     history = WorkloadPhaseSerializer(many=True)

@@ -279,6 +279,9 @@ class Command(BaseCommand):
         p.add_argument("--json", action="store_true")
         p = quota.add_parser("list", help="every department's and project's quota, allocation and fair share per pool")
         p.add_argument("--pool")
+        p.add_argument("--k-value", help="what-if: the fair share with this k and past usage (nothing is written)")
+        p.add_argument("--window", help="what-if: the usage window (default 7d: last week's)")
+        p.add_argument("--half-life", help="what-if: the usage half-life (default none)")
         p.add_argument("--json", action="store_true")
         p = quota.add_parser("set", help="set a department's or project's quota on one node pool")
         p.add_argument("unit", metavar="UNIT", help="a department or project (department/NAME, project/NAME)")
@@ -880,8 +883,10 @@ class Command(BaseCommand):
 
     @verb("quota list", "quota.list")
     def do_quota_list(self, o):
-        report = selectors.quota_report(user=self.principal, pool=o["pool"])
-        self.out(as_json(report) if o["json"] else tables.QUOTAS.text(report["quotas"]))
+        what_if = selectors.fair_share_what_if(o["k_value"], o["window"], o["half_life"])
+        report = selectors.quota_report(user=self.principal, pool=o["pool"], what_if=what_if)
+        table = tables.QUOTAS if what_if is None else tables.QUOTAS_WHAT_IF
+        self.out(as_json(report) if o["json"] else table.text(report["quotas"]))
         for warning in [] if o["json"] else report["warnings"]:
             self.stderr.write(f"warning: {warning}")
 

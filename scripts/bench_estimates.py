@@ -1,0 +1,166 @@
+#!/usr/bin/env python
+"""Benchmark: how right the start estimates are (SEMANTICS §10.1), on a replayed day of a 500-node fleet.
+
+For each seed: 500 nodes of 8 GPUs, 20 projects with equal shares, three kinds of jobs (``train`` gangs of 1-4
+8-GPU pods, ``finetune`` of 1-4 GPUs, ``batch`` of one GPU), each (project, kind) with a runtime of its own scale
+and a log-normal spread (σ 0.5: the 90th percentile is 1.9 × the median), arriving as a Poisson stream that follows
+a daily wave around the fleet's capacity. ``pools.fleet.scheduler`` starts waiting jobs in §9.1's order whenever
+GPUs free up where they fit, checked every minute. A day of warm-up teaches the runtimes (finished jobs per project
+and kind, as the worker's runs do), then for one measured day every job still waiting after its first minute gets
+its estimate from ``engine.estimates.start_estimates`` with the state of that minute (running jobs, the waiting
+ones, the learned runtimes), as the worker's round makes it; the fleet runs on (with arrivals) until every measured
+job has started. Printed per seed: jobs, how many waited, the median and 90th-percentile relative error of the
+likely start (|actual wait − estimated wait| / actual wait), the share started by the late bound, and the time the
+replay took.
+
+    .venv/bin/python scripts/bench_estimates.py [--seeds 1 2 3] [--nodes 500] [--load 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pools.engine import estimates  # noqa: E402
+from pools.fleet.scheduler import Job, Scheduler  # noqa: E402
+
+DAY = 86400.0
+MINUTE = 60.0
+SIGMA = 0.5
+DRAWS = int(os.environ.get("DRAWS", "0"))
+KINDS = {  # kind: (share of the jobs, pods' GPUs chooser, median runtime in seconds)
+    "train": (0.2, lambda rng: (8,) * rng.choice((1, 1, 2, 4)), 3 * 3600.0),
+    "finetune": (0.4, lambda rng: (rng.choice((1, 2, 4)),), 3600.0),
+    "batch": (0.4, lambda rng: (1,), 1200.0),
+}
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def replay(seed: int, nodes: int, projects: int, load: float) -> dict:
+    rng = random.Random(seed)
+    fleet = {f"node-{index:04d}": 8 for index in range(nodes)}
+    capacity = 8 * nodes
+    names = [f"project-{index:02d}" for index in range(projects)]
+    scheduler = Scheduler(fleet, {name: capacity / projects for name in names})
+    scale = {(name, kind): rng.uniform(0.5, 2.0) for name in names for kind in KINDS}
+    mean_gpu_seconds = 0.0
+    for share, pods, median in KINDS.values():
+        sample = [sum(pods(random.Random(i))) for i in range(200)]
+        mean_gpu_seconds += share * statistics.mean(sample) * median * 1.25 * math.exp(SIGMA**2 / 2)
+    rate = load * capacity / mean_gpu_seconds  # jobs per second that keep the fleet this busy on average
+    kinds = list(KINDS)
+    weights = [KINDS[kind][0] for kind in kinds]
+    learned: dict[tuple[str, str], list[float]] = {}
+    seen = 0
+    warm, measured_end = DAY, 2 * DAY
+    records: list[tuple[Job, float, float | None, float | None]] = []
+    clock = time.perf_counter()
+    t, number = 0.0, 0
+    next_arrival = rng.expovariate(rate)
+    while True:
+        minute_end = t + MINUTE
+        while next_arrival < minute_end:
+            kind = rng.choices(kinds, weights)[0]
+            project = rng.choice(names)
+            _, pods, median = KINDS[kind]
+            runtime = median * scale[project, kind] * rng.lognormvariate(0, SIGMA)
+            number += 1
+            scheduler.submit(Job(f"job-{number}", project, kind, pods(rng), next_arrival, runtime))
+            wave = 1 + 0.3 * math.sin(2 * math.pi * next_arrival / DAY)
+            next_arrival += rng.expovariate(rate * wave)
+        scheduler.advance(minute_end)
+        t = minute_end
+        for job in scheduler.finished[seen:]:
+            learned.setdefault((job.project, job.kind), []).append(job.runtime)
+        seen = len(scheduler.finished)
+        fresh = [job for job in scheduler.waiting if t - MINUTE <= job.submitted < t]
+        if warm <= t < measured_end and fresh:
+            found = _estimate(scheduler, learned, t)
+            records += [(job, t, found[job.name].likely, found[job.name].late) for job in fresh]
+        if t >= measured_end and all(job.started is not None for job, *_ in records):
+            break
+        if t > measured_end + 5 * DAY:
+            break
+    seconds = time.perf_counter() - clock
+    errors, bounded, unestimated = [], [], 0
+    for job, made, likely, late in records:
+        if job.started is None:
+            continue
+        if likely is None:
+            unestimated += 1
+            continue
+        wait = job.started - made
+        errors.append(abs(wait - (likely - made)) / max(wait, MINUTE))
+        bounded.append(late is not None and job.started <= late)
+    submitted = sum(1 for job in scheduler.finished + scheduler.running if warm <= job.submitted < measured_end)
+    return {
+        "seed": seed,
+        "jobs": submitted,
+        "waited": len(records),
+        "unestimated": unestimated,
+        "median_error": statistics.median(errors) if errors else float("nan"),
+        "p90_error": sorted(errors)[int(0.9 * (len(errors) - 1))] if errors else float("nan"),
+        "before_late": sum(bounded) / len(bounded) if bounded else float("nan"),
+        "median_wait_min": statistics.median(job.started - made for job, made, *_ in records if job.started) / 60
+        if records
+        else 0.0,
+        "seconds": seconds,
+    }
+
+
+def _estimate(scheduler: Scheduler, learned: dict, now: float) -> dict:
+    """Every waiting job's estimate at ``now``, as the worker's round makes them from the state it reads."""
+    runtimes: dict[tuple[str, str], estimates.Runtimes | None] = {}
+
+    def of(project: str, kind: str):
+        key = (project, kind)
+        if key not in runtimes:
+            runtimes[key] = estimates.learned(learned.get(key, [])[-200:])
+        return runtimes[key]
+
+    free = dict(scheduler.pool.free)
+    holders = [estimates.Holder(job.taken, job.started, of(job.project, job.kind)) for job in scheduler.running]
+    every = frozenset(scheduler.nodes)
+    waiters = [
+        estimates.Waiter(job.name, scheduler.order(job), job.pods, every, of(job.project, job.kind))
+        for job in scheduler.waiting
+    ]
+    return estimates.start_estimates(now, free, holders, waiters, draws=DRAWS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--projects", type=int, default=20)
+    parser.add_argument("--load", type=float, default=1.0, help="offered GPU load as a share of the capacity")
+    args = parser.parse_args()
+    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
+    for seed in args.seeds:
+        found = replay(seed, args.nodes, args.projects, args.load)
+        print(
+            f"seed {found['seed']}: {found['jobs']:,} jobs in the measured day, {found['waited']:,} waited "
+            f"(median wait {found['median_wait_min']:.0f} min), {found['unestimated']} without an estimate; "
+            f"relative error of the likely start: median {found['median_error']:.1%}, 90th percentile "
+            f"{found['p90_error']:.1%}; started by the late bound: {found['before_late']:.1%}; "
+            f"replayed in {found['seconds']:.0f} s"
+        )
+    print(f"load average after: {loadavg()}")
+
+
+if __name__ == "__main__":
+    main()

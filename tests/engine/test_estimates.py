@@ -1,0 +1,120 @@
+"""SEMANTICS §10.1: when a waiting workload will start. The pool is played forward: running workloads free their
+GPUs at ``started + expected runtime`` (median for the likely start, 90th percentile for the late bound, never past
+``max_exec_timeout``), and the waiting ones start in the scheduler's order where their pods fit."""
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pools.engine.estimates import Estimate, Holder, Runtimes, Waiter, learned, start_estimates, whole_gpus
+
+NOW = 1_000_000.0
+HOUR = 3600.0
+TWO_HOURS = learned([2 * HOUR] * 5 + [3 * HOUR] * 5)  # median 2 h, 90th percentile 3 h
+
+
+def waiter(key, gpus, *, order=None, nodes=("n1",), runtimes=TWO_HOURS, pods=1):
+    return Waiter(key, (order if order is not None else key,), (gpus,) * pods, frozenset(nodes), runtimes)
+
+
+def test_learned_runtimes_are_the_median_and_the_90th_percentile_capped():
+    assert learned([]) is None
+    assert learned(range(1, 11)) == Runtimes(5, 9, 10, tuple(range(1, 11)))
+    assert learned([100, 200, 300, 99_999], cap=1000) == Runtimes(200, 1000, 4, (100, 200, 300, 1000))
+
+
+def test_a_fraction_of_a_gpu_takes_a_whole_one():
+    assert (whole_gpus(0.5), whole_gpus(2), whole_gpus(0)) == (1, 2, 0)
+
+
+def test_it_starts_when_the_holder_is_expected_to_end():
+    # The holder started an hour ago and its kind runs 2 h (median) or 3 h (90th percentile).
+    holder = Holder({"n1": 8}, NOW - HOUR, TWO_HOURS)
+    found = start_estimates(NOW, {"n1": 0}, [holder], [waiter("a", 8)])
+    assert found == {"a": Estimate(NOW + HOUR, NOW + 2 * HOUR)}
+
+
+def test_the_workloads_ahead_take_theirs_first():
+    holder = Holder({"n1": 8}, NOW - HOUR, TWO_HOURS)
+    found = start_estimates(NOW, {"n1": 0}, [holder], [waiter("b", 8, order=2), waiter("a", 8, order=1)])
+    # a starts when the holder ends, b when a has run its own median (2 h) or 90th percentile (3 h).
+    assert found["a"] == Estimate(NOW + HOUR, NOW + 2 * HOUR)
+    assert found["b"] == Estimate(NOW + 3 * HOUR, NOW + 5 * HOUR)
+
+
+def test_a_small_workload_behind_a_big_one_starts_on_gpus_the_big_one_cannot_use():
+    holder = Holder({"n1": 6}, NOW - HOUR, TWO_HOURS)
+    found = start_estimates(NOW, {"n1": 2}, [holder], [waiter("big", 8, order=1), waiter("small", 2, order=2)])
+    assert found["small"] == Estimate(NOW, NOW)
+    # The small one holds 2 GPUs for 2 h (3 h late), so the big one waits for it too.
+    assert found["big"] == Estimate(NOW + 2 * HOUR, NOW + 3 * HOUR)
+
+
+def test_it_fits_only_the_nodes_it_may_use():
+    holders = [Holder({"n1": 8}, NOW - HOUR, TWO_HOURS), Holder({"n2": 8}, NOW, TWO_HOURS)]
+    found = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, [waiter("a", 8, nodes=("n2",))])
+    assert found["a"] == Estimate(NOW + 2 * HOUR, NOW + 3 * HOUR)
+
+
+def test_a_gang_waits_for_all_its_pods():
+    holders = [Holder({"n1": 8}, NOW - HOUR, TWO_HOURS), Holder({"n2": 8}, NOW - 30 * 60, TWO_HOURS)]
+    found = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, [waiter("gang", 8, pods=2, nodes=("n1", "n2"))])
+    assert found["gang"] == Estimate(NOW + 1.5 * HOUR, NOW + 2.5 * HOUR)
+
+
+def test_a_holder_that_ran_long_is_expected_to_run_as_the_longer_runs_did():
+    # Past its median: the runs longer than 2.5 h all took 3 h.
+    late = Holder({"n1": 8}, NOW - 2.5 * HOUR, TWO_HOURS)
+    assert start_estimates(NOW, {"n1": 0}, [late], [waiter("a", 8)])["a"] == Estimate(
+        NOW + 0.5 * HOUR, NOW + 0.5 * HOUR
+    )
+    # Past every learned run: at the pool's timeout, else after as long again as it has run.
+    overdue = Holder({"n1": 8}, NOW - 4 * HOUR, TWO_HOURS)
+    assert start_estimates(NOW, {"n1": 0}, [overdue], [waiter("a", 8)], cap=10 * HOUR)["a"] == Estimate(
+        NOW + 6 * HOUR, NOW + 6 * HOUR
+    )
+    assert start_estimates(NOW, {"n1": 0}, [overdue], [waiter("a", 8)])["a"] == Estimate(NOW + 4 * HOUR, NOW + 4 * HOUR)
+
+
+def test_drawn_runtimes_give_the_spread_of_many_plays_and_the_same_answer_each_time():
+    runs = learned([HOUR * (1 + i / 10) for i in range(20)])  # 1 h to 2.9 h
+    holders = [Holder({f"n{i}": 8}, NOW, runs) for i in range(4)]
+    waiters = [waiter("a", 8, nodes=("n0", "n1", "n2", "n3"), runtimes=runs)]
+    free = dict.fromkeys(("n0", "n1", "n2", "n3"), 0)
+    drawn = start_estimates(NOW, free, holders, waiters, draws=40)
+    # The first of four holders to end: earlier than any one's median (1.9 h), never before the shortest run.
+    assert NOW + HOUR <= drawn["a"].likely < NOW + 1.9 * HOUR
+    assert drawn["a"].likely <= drawn["a"].late
+    assert start_estimates(NOW, free, holders, waiters, draws=40) == drawn
+
+
+def test_nothing_learned_means_no_estimate_unless_the_pool_has_a_timeout():
+    unknown = Holder({"n1": 8}, NOW - HOUR, None)
+    assert start_estimates(NOW, {"n1": 0}, [unknown], [waiter("a", 8)])["a"] == Estimate(None, None)
+    capped = start_estimates(NOW, {"n1": 0}, [unknown], [waiter("a", 8)], cap=5 * HOUR)
+    assert capped["a"] == Estimate(NOW + 4 * HOUR, NOW + 4 * HOUR)
+
+
+def test_a_workload_that_never_fits_gets_no_estimate():
+    assert start_estimates(NOW, {"n1": 8}, [], [waiter("a", 16)])["a"] == Estimate(None, None)
+
+
+fleets = st.lists(st.integers(0, 8), min_size=1, max_size=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(free=fleets, asks=st.lists(st.integers(1, 8), max_size=30), seed=st.integers(0, 1000))
+def test_estimates_never_precede_now_and_what_fits_now_in_order_starts_now(free, asks, seed):
+    rng = random.Random(seed)
+    nodes = {f"n{i}": gpus for i, gpus in enumerate(free)}
+    holders = [Holder({name: 8 - gpus}, NOW - rng.uniform(0, 3 * HOUR), TWO_HOURS) for name, gpus in nodes.items()]
+    waiters = [waiter(f"w{i}", gpus, order=i, nodes=tuple(nodes)) for i, gpus in enumerate(asks)]
+    found = start_estimates(NOW, nodes, holders, waiters)
+    for estimate in found.values():
+        assert estimate.likely is None or estimate.likely >= NOW
+        assert estimate.late is None or estimate.late >= NOW
+    # The first waiter starts now exactly when some node has its GPUs free.
+    if waiters:
+        fits_now = any(gpus >= asks[0] for gpus in free)
+        assert (found["w0"].likely == NOW) == fits_now
