@@ -34,12 +34,16 @@ from .models import (
     Pool,
     PoolPodUsage,
     Project,
+    ProjectUsageMinute,
+    ProjectUsageSums,
     QuietGpu,
     ResourceValidation,
+    StartEstimate,
     TopologySums,
     UsageSample,
     UtilizationSample,
     VerdictRound,
+    WorkloadRun,
     WorkloadSums,
     WorkloadVerdict,
 )
@@ -320,6 +324,31 @@ class VerdictRoundAdmin(ReadOnlyAdmin):
 class WorkloadVerdictAdmin(ReadOnlyAdmin):
     list_display = ["workload_name", "workload_kind", "namespace", "backend", "pool", "gpus", "reason"]
     list_filter = ["backend", "reason"]
+    search_fields = ["workload_name", "namespace"]
+
+
+@admin.register(ProjectUsageMinute)
+class ProjectUsageMinuteAdmin(ReadOnlyAdmin):
+    list_display = ["at", "backend", "seconds", "capacity"]
+    list_filter = ["backend"]
+
+
+@admin.register(ProjectUsageSums)
+class ProjectUsageSumsAdmin(ReadOnlyAdmin):
+    list_display = ["backend", "window", "half_life", "through", "capacity"]
+
+
+@admin.register(WorkloadRun)
+class WorkloadRunAdmin(ReadOnlyAdmin):
+    list_display = ["workload_name", "workload_kind", "namespace", "project", "backend", "started", "finished"]
+    list_filter = ["backend", "workload_kind"]
+    search_fields = ["workload_name", "namespace", "project"]
+
+
+@admin.register(StartEstimate)
+class StartEstimateAdmin(ReadOnlyAdmin):
+    list_display = ["workload_name", "namespace", "pool", "made_at", "likely", "late", "started"]
+    list_filter = ["pool"]
     search_fields = ["workload_name", "namespace"]
 
 

@@ -50,12 +50,12 @@ def loadavg() -> str:
         return "n/a"
 
 
-def replay(seed: int, nodes: int, projects: int, load: float) -> dict:
+def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False) -> dict:
     rng = random.Random(seed)
     fleet = {f"node-{index:04d}": 8 for index in range(nodes)}
     capacity = 8 * nodes
     names = [f"project-{index:02d}" for index in range(projects)]
-    scheduler = Scheduler(fleet, {name: capacity / projects for name in names})
+    scheduler = Scheduler(fleet, {name: capacity / projects for name in names}, fifo=fifo)
     scale = {(name, kind): rng.uniform(0.5, 2.0) for name in names for kind in KINDS}
     mean_gpu_seconds = 0.0
     for share, pods, median in KINDS.values():
@@ -142,16 +142,58 @@ def _estimate(scheduler: Scheduler, learned: dict, now: float) -> dict:
     return estimates.start_estimates(now, free, holders, waiters, draws=DRAWS)
 
 
+def play_figures(runs: int) -> None:
+    """The play's own cost at the scale of the Workloads benchmark: 5,000 full 8-GPU nodes held by 5,000 running
+    workloads, 2,000 waiting gangs of five 1-GPU pods (``bench_workloads.py``'s), runtimes learned from 200 runs per
+    kind; the naive way plays the pool again for each waiting workload (100 of them, scaled to 2,000)."""
+    rng = random.Random(5)
+    now = 10 * DAY
+    runs_of = {kind: estimates.learned(rng.lognormvariate(math.log(median), SIGMA) for _ in range(200))
+               for kind, (_, _, median) in KINDS.items()}  # fmt: skip
+    nodes = {f"node-{index:04d}": 0 for index in range(5000)}
+    holders = [
+        estimates.Holder({name: 8}, now - rng.uniform(0, 4 * 3600), runs_of[rng.choice(list(KINDS))]) for name in nodes
+    ]
+    every = frozenset(nodes)
+    waiters = [
+        estimates.Waiter(f"w{index}", (rng.random(), index), (1,) * 5, every, runs_of[rng.choice(list(KINDS))])
+        for index in range(2000)
+    ]
+
+    def play():
+        return estimates.start_estimates(now, nodes, holders, waiters)
+
+    def naive():
+        for index in range(100):
+            estimates.start_estimates(now, nodes, holders, waiters[: index + 1])
+
+    for name, function, scale in (("the play of 2,000 waiting workloads", play, 1), ("naive (×20)", naive, 20)):
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            function()
+            times.append((time.perf_counter() - started) * 1000 * scale)
+        print(f"  {name}: median {statistics.median(times):.0f} ms (runs {min(times):.0f}-{max(times):.0f} ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--projects", type=int, default=20)
     parser.add_argument("--load", type=float, default=1.0, help="offered GPU load as a share of the capacity")
+    parser.add_argument(
+        "--fifo", action="store_true", help="first come, first served: no later job goes ahead (a diagnosis)"
+    )
+    parser.add_argument("--play", action="store_true", help="time the play of 2,000 waiting workloads instead")
     args = parser.parse_args()
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
+    if args.play:
+        play_figures(3)
+        print(f"load average after: {loadavg()}")
+        return
     for seed in args.seeds:
-        found = replay(seed, args.nodes, args.projects, args.load)
+        found = replay(seed, args.nodes, args.projects, args.load, args.fifo)
         print(
             f"seed {found['seed']}: {found['jobs']:,} jobs in the measured day, {found['waited']:,} waited "
             f"(median wait {found['median_wait_min']:.0f} min), {found['unestimated']} without an estimate; "
