@@ -46,18 +46,27 @@ def _record(backend_id: int, sample: pastusage.Sample, settings: pastusage.Setti
     at = _moment(sample.at)
     with transaction.atomic():
         rows = list(ProjectUsageSums.objects.select_for_update().filter(backend_id=backend_id).order_by("pk"))
-        if ProjectUsageMinute.objects.filter(backend_id=backend_id, at=at).exists():
-            return 0
-        ProjectUsageMinute.objects.create(
-            backend_id=backend_id, at=at, seconds=sample.seconds, capacity=sample.capacity, allocated=sample.allocated
-        )
+        # A minute recorded already (another worker's, a demo's backfill) is kept as it is; sums behind it still
+        # catch up with it.
+        recorded = ProjectUsageMinute.objects.filter(backend_id=backend_id, at=at).exists()
+        if not recorded:
+            ProjectUsageMinute.objects.create(
+                backend_id=backend_id,
+                at=at,
+                seconds=sample.seconds,
+                capacity=sample.capacity,
+                allocated=sample.allocated,
+            )
         for row in rows:
             if (row.window, row.half_life) not in wanted:
                 row.delete()
                 continue
             sums = _kept(row)
-            if sums.through is None or sample.at <= sums.through:
-                # New settings, or a clock that went back: the window's minutes counted again.
+            if recorded and sums.through is not None and sums.through >= sample.at:
+                continue  # folded in already
+            if recorded or sums.through is None or sample.at <= sums.through:
+                # New settings, a clock that went back, a minute recorded by someone else: the window's minutes
+                # counted again.
                 sums = pastusage.UsageSums(row.window, row.half_life or None)
                 for minute in _minutes(backend_id, since=sample.at - row.window, until=sample.at):
                     sums.add(minute)
@@ -65,7 +74,7 @@ def _record(backend_id: int, sample: pastusage.Sample, settings: pastusage.Setti
                 sums.add(sample, _minutes(backend_id, since=sums.through - row.window, until=sample.at - row.window))
             row.through, row.capacity, row.allocated = _moment(sums.through), sums.capacity, sums.allocated
             row.save(update_fields=["through", "capacity", "allocated"])
-    return 1
+    return 0 if recorded else 1
 
 
 def _kept(row: ProjectUsageSums) -> pastusage.UsageSums:

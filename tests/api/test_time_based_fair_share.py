@@ -173,6 +173,14 @@ def test_a_minute_is_recorded_once(lab):
     assert shares()["vision"]["usage"] == 0.75
 
 
+def test_sums_catch_up_with_a_minute_someone_else_recorded(lab):
+    """A demo's backfill (or another worker) wrote this minute already: it is kept, and the sums count it."""
+    ProjectUsageMinute.objects.create(backend=lab, at=START, seconds=60, capacity=8, allocated={"nlp": 2.0})
+    record(1)
+    assert ProjectUsageSums.objects.get(backend=lab, window=7 * 86400).through == START
+    assert (shares()["nlp"]["usage"], shares()["vision"]["usage"]) == (0.25, 0)
+
+
 def test_old_minutes_are_dropped_past_every_window(lab):
     record(2)
     services.project_usage_compact(now=START + timedelta(days=8, hours=2))
