@@ -18,7 +18,15 @@ from pools import selectors, services
 from pools.choices import ConfigType
 from pools.engine.errors import ConfigError
 from pools.fleet.dcgm import Behaviour, pod_behaviour
-from pools.models import Backend, GpuConsumption, ProjectUsageMinute, QuietGpu, UsageSample, UtilizationSample
+from pools.models import (
+    Backend,
+    GpuConsumption,
+    ProjectUsageMinute,
+    QuietGpu,
+    UsageSample,
+    UtilizationSample,
+    WorkloadRun,
+)
 from pools.services.demo import history_moments
 from pools.telemetry.prometheus import PrometheusError
 
@@ -284,6 +292,9 @@ def test_the_demo_has_a_week_of_history_on_its_first_run(demo):
     services.usage_sample_record()
     used = [row["usage"] for row in selectors.quota_figures(user=SYSTEM) if row["kind"] == "project"]
     assert max(used) > 0.01
+    # The runs that finished in its last minutes, which start estimates learn from (SEMANTICS §10.1).
+    finished = WorkloadRun.objects.filter(finished__isnull=False)
+    assert finished.exists() and all(run.finished > run.started for run in finished)
     assert services.demo_history_backfill() == 0  # never twice
 
 

@@ -88,7 +88,7 @@ def running_holders(live) -> dict[int, list[tuple[int, str, str, str | None, flo
     """Per pool of ``live``: every workload holding GPUs on its nodes, as (backend id, namespace, kind, project,
     started, {node: whole GPUs}). One query, grouped by workload and node."""
     rows = (
-        live._pods()
+        live.pods()
         .exclude(node_name="")
         .exclude(phase__in=TERMINATED)
         .filter(gpu__gt=0)

@@ -191,7 +191,7 @@ class _Live:
     def _running(self) -> dict[int, list[engine.RunningJob]]:
         """Each pool's preemptible running GPU workloads, grouped by workload and node. One query."""
         rows = (
-            self._pods()
+            self.pods()
             .filter(~Q(node_name=""), preemptible=True, gpu__gt=0)
             .exclude(phase__in=TERMINATED)
             .values("backend_id", "namespace", "workload_kind", "workload_name", "node_name", "priority_class")
@@ -224,7 +224,7 @@ class _Live:
             )
         return running
 
-    def _pods(self):
+    def pods(self):
         """The pods of the backends asked for (every backend's when none were named)."""
         pods = Pod.objects.all()
         return pods if self.backend_ids is None else pods.filter(backend_id__in=self.backend_ids)
@@ -275,7 +275,7 @@ class _Live:
         """The pending workloads by pool, and those of no pool. One query, grouped by workload and pod size.
         ``every``: those of every key, not only of ``keys`` (the workloads ahead of them, for their start estimates)."""
         keys = None if every else self.keys
-        pods = self._pods().filter(node_name="")
+        pods = self.pods().filter(node_name="")
         if keys is not None:
             pods = pods.filter(workload_key_condition(keys))
         rows = (

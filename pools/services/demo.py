@@ -16,8 +16,10 @@ from pools.configs import read_document
 from pools.engine.accounting import pod_resource_requests
 from pools.fleet.catalogue import GPU, PRODUCT_LABEL
 from pools.fleet.layouts import DEMO_BACKENDS, demo_blueprint
+from pools.fleet.streams import parse_iso
 from pools.inventory.files import node_labels_path
-from pools.models import Backend, Pool, Project, ProjectUsageMinute, UsageSample, UtilizationSample
+from pools.inventory.records import pod_record
+from pools.models import Backend, Pool, Project, ProjectUsageMinute, UsageSample, UtilizationSample, WorkloadRun
 from pools.selectors.quotas import QUEUE_LABEL
 
 from .actors import SYSTEM, Actor
@@ -175,6 +177,9 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
     }
     capacity = selectors.project_allocations().get(backend.pk, (0.0, {}))[0]
     minutes = []  # time-based fair share's history (SEMANTICS §9.3): what each project held at each moment
+    # The runs seen in the minute states (workload key -> [first moment, last moment, earliest start, project]):
+    # what start estimates learn runtimes from (SEMANTICS §10.1), as the worker's minutes would have noted them.
+    runs: dict[tuple[str, str, str], list] = {}
     quota_pools = {row["pool"]: row for row in selectors.quota_pool_totals() if row["pool"] in pools}
     products = {row["gpu_product"]: row for row in selectors.gpu_product_usage() if row["backend_id"] == backend.pk}
     samples = []
@@ -210,6 +215,8 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
             if product_of.get(node_name) in product_used:
                 product_used[product_of[node_name]] += gpus
         resolution = _resolution(moment, now)
+        if resolution == UsageSample.Resolution.MINUTE:
+            _note_runs(runs, moment, pods, owner, project_names)
         at = datetime.fromtimestamp(moment, tz=UTC).replace(second=0, microsecond=0)
         seconds = 60 if resolution == UsageSample.Resolution.MINUTE else 3600
         minutes.append(ProjectUsageMinute(backend=backend, at=at, seconds=seconds, capacity=capacity, allocated=held))
@@ -257,6 +264,43 @@ def _usage_backfill(backend: Backend, states: list[tuple[float, list[dict], list
     UsageSample.objects.bulk_create(samples, ignore_conflicts=True, batch_size=1000)
     # The worker's first recording counts these into the backend's sums.
     ProjectUsageMinute.objects.bulk_create(minutes, ignore_conflicts=True, batch_size=1000)
+    last = max((seen for _, seen, _, _ in runs.values()), default=None)
+    WorkloadRun.objects.bulk_create(
+        [
+            WorkloadRun(
+                backend=backend,
+                namespace=namespace,
+                workload_kind=kind,
+                workload_name=name,
+                project=project,
+                started=datetime.fromtimestamp(min(first, started or first), tz=UTC),
+                last_seen=datetime.fromtimestamp(seen, tz=UTC),
+                finished=datetime.fromtimestamp(seen, tz=UTC),
+            )
+            for (namespace, kind, name), (first, seen, started, project) in runs.items()
+            if seen < last and seen > min(first, started or first)  # gone before the last minute: finished
+        ],
+        batch_size=1000,
+    )
+
+
+def _note_runs(runs: dict, moment: float, pods: list[dict], owner: dict[str, str], projects: set[str]) -> None:
+    """Note the workloads holding GPUs at ``moment`` (a minute state of the backfill) in ``runs``."""
+    for pod in pods:
+        record = pod_record(pod, [])
+        if record is None or not record.node_name:
+            continue
+        key = (record.namespace, record.workload_kind, record.workload_name)
+        queue = record.labels.get(QUEUE_LABEL)
+        started = parse_iso(record.started) if record.started else None
+        run = runs.get(key)
+        if run is None:
+            project = queue if queue in projects else owner.get(record.namespace, "")
+            runs[key] = [moment, moment, started, project]
+        else:
+            run[1] = moment
+            if started is not None and (run[2] is None or started < run[2]):
+                run[2] = started
 
 
 def _demo_projects() -> tuple[set[str], set[str]]:

@@ -66,7 +66,7 @@ def workload_runs_record(*, at: datetime | None = None) -> dict:
         ended = [pk for key, pk in open_runs.items() if key not in running]
         for chunk in chunks(ended):
             WorkloadRun.objects.filter(pk__in=chunk).update(finished=F("last_seen"))  # the last minute seen running
-        WorkloadRun.objects.filter(finished__isnull=True).exclude(pk__in=ended).update(last_seen=at)
+        WorkloadRun.objects.filter(finished__isnull=True).update(last_seen=at)  # the ended ones are finished now
         WorkloadRun.objects.bulk_create(
             [
                 WorkloadRun(
