@@ -36,7 +36,9 @@ def by_name(found: dict) -> dict:
     return {name: verdict for (_, _, _, name), verdict in found.items()}
 
 
-def test_a_round_keeps_every_verdict_and_the_doors_read_it(lab):  # noqa: F811
+def test_a_round_keeps_every_verdict_and_the_doors_read_it(lab, monkeypatch):  # noqa: F811
+    moment = timezone.now()
+    monkeypatch.setattr(timezone, "now", lambda: moment)  # a start estimate of "now" is the same second each time
     live = pending_verdicts()
     summary, counts = pool_waiting_summary(Pool.objects.get(name="p")), pending_workload_counts()
     outcome = services.workload_verdicts_keep(backend=lab)
