@@ -166,9 +166,11 @@ def test_a_validation_rule_that_refuses_a_synced_pod_makes_it_never_fit(lab, act
         assert workload_pending_verdict(key) == verdict
 
 
-def test_a_gang_that_requires_one_rack_waits_for_a_rack_with_room(cluster, actor):
+def test_a_gang_that_requires_one_rack_waits_for_a_rack_with_room(cluster, actor, monkeypatch):
     """KAI's ``topology-required-placement`` annotation, kept by the sync, confines a gang to one domain of the pool's
     level with that label (SEMANTICS §11); the verdict, the workload's own verdict and the what-if agree."""
+    moment = timezone.now()
+    monkeypatch.setattr(timezone, "now", lambda: moment)  # a start estimate of "now" is the same second each time
     rack = "topology.kubernetes.io/rack"
     required = {"pod-group-name": "allreduce", "kai.scheduler/topology-required-placement": rack}
     backend = cluster(
