@@ -36,6 +36,8 @@ DAY = 86400.0
 MINUTE = 60.0
 SIGMA = 0.5
 DRAWS = int(os.environ.get("DRAWS", "0"))
+BUCKETS = {"under 10 min": (0, 600), "10-60 min": (600, 3600), "1 h or more": (3600, math.inf)}
+WAYS = ("arrivals", "order", "static", "oracle")
 KINDS = {  # kind: (share of the jobs, pods' GPUs chooser, median runtime in seconds)
     "train": (0.2, lambda rng: (8,) * rng.choice((1, 1, 2, 4)), 3 * 3600.0),
     "finetune": (0.4, lambda rng: (rng.choice((1, 2, 4)),), 3600.0),
@@ -50,7 +52,7 @@ def loadavg() -> str:
         return "n/a"
 
 
-def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False) -> dict:
+def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False, way: str = "arrivals") -> dict:
     rng = random.Random(seed)
     fleet = {f"node-{index:04d}": 8 for index in range(nodes)}
     capacity = 8 * nodes
@@ -89,14 +91,15 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
         seen = len(scheduler.finished)
         fresh = [job for job in scheduler.waiting if t - MINUTE <= job.submitted < t]
         if warm <= t < measured_end and fresh:
-            found = _estimate(scheduler, learned, t)
+            found = _estimate(scheduler, learned, t, way)
             records += [(job, t, found[job.name].likely, found[job.name].late) for job in fresh]
         if t >= measured_end and all(job.started is not None for job, *_ in records):
             break
         if t > measured_end + 5 * DAY:
             break
     seconds = time.perf_counter() - clock
-    errors, bounded, unestimated = [], [], 0
+    errors, signed, bounded, unestimated = [], [], [], 0
+    buckets: dict[str, list[float]] = {}
     for job, made, likely, late in records:
         if job.started is None:
             continue
@@ -105,6 +108,10 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
             continue
         wait = job.started - made
         errors.append(abs(wait - (likely - made)) / max(wait, MINUTE))
+        signed.append((likely - made - wait) / MINUTE)
+        for name, (low, high) in BUCKETS.items():
+            if low <= wait < high:
+                buckets.setdefault(name, []).append(errors[-1])
         bounded.append(late is not None and job.started <= late)
     submitted = sum(1 for job in scheduler.finished + scheduler.running if warm <= job.submitted < measured_end)
     return {
@@ -114,6 +121,10 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
         "unestimated": unestimated,
         "median_error": statistics.median(errors) if errors else float("nan"),
         "p90_error": sorted(errors)[int(0.9 * (len(errors) - 1))] if errors else float("nan"),
+        "buckets": {
+            name: (len(buckets[name]), statistics.median(buckets[name])) for name in BUCKETS if name in buckets
+        },
+        "bias_min": statistics.median(signed) if signed else float("nan"),
         "before_late": sum(bounded) / len(bounded) if bounded else float("nan"),
         "median_wait_min": statistics.median(job.started - made for job, made, *_ in records if job.started) / 60
         if records
@@ -122,8 +133,12 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
     }
 
 
-def _estimate(scheduler: Scheduler, learned: dict, now: float) -> dict:
-    """Every waiting job's estimate at ``now``, as the worker's round makes them from the state it reads."""
+def _estimate(scheduler: Scheduler, learned: dict, now: float, way: str) -> dict:
+    """Every waiting job's estimate at ``now``, as the worker's round makes them from the state it reads: the running
+    jobs, the waiting ones, the projects' shares and what each held, the learned runtimes, and how many jobs of each
+    project and kind started over the last day. ``way`` "order" leaves out the jobs to come, "static" also keeps
+    the order as it is at ``now`` (the way before), "oracle" is "order" with every job's true runtime (what the jobs
+    to come and the order alone cost)."""
     runtimes: dict[tuple[str, str], estimates.Runtimes | None] = {}
 
     def of(project: str, kind: str):
@@ -132,47 +147,86 @@ def _estimate(scheduler: Scheduler, learned: dict, now: float) -> dict:
             runtimes[key] = estimates.learned(learned.get(key, [])[-200:])
         return runtimes[key]
 
+    if way == "oracle":
+        exact = {job.name: estimates.learned([job.runtime]) for job in [*scheduler.running, *scheduler.waiting]}
+        of_job = lambda job: exact[job.name]  # noqa: E731
+    else:
+        of_job = lambda job: of(job.project, job.kind)  # noqa: E731
     free = dict(scheduler.pool.free)
-    holders = [estimates.Holder(job.taken, job.started, of(job.project, job.kind)) for job in scheduler.running]
     every = frozenset(scheduler.nodes)
+    holders = [
+        estimates.Holder(job.taken, job.started, of_job(job), job.project, job.kind) for job in scheduler.running
+    ]
+    if scheduler.fifo or way == "static":
+        waiters = [
+            estimates.Waiter(job.name, scheduler.order(job), job.pods, every, of_job(job)) for job in scheduler.waiting
+        ]
+        return estimates.start_estimates(now, free, holders, waiters, draws=DRAWS)
     waiters = [
-        estimates.Waiter(job.name, scheduler.order(job), job.pods, every, of(job.project, job.kind))
+        estimates.Waiter(job.name, (job.submitted, job.name), job.pods, every, of_job(job), job.project, job.kind)
         for job in scheduler.waiting
     ]
-    return estimates.start_estimates(now, free, holders, waiters, draws=DRAWS)
+    units = {project: estimates.Share(scheduler.held[project], share) for project, share in scheduler.shares.items()}
+    arrivals = []
+    if way == "arrivals":
+        started: dict[tuple[str, str], int] = {}
+        for job in [*scheduler.running, *scheduler.finished[-5000:]]:
+            if now - DAY <= job.started:
+                started[job.project, job.kind] = started.get((job.project, job.kind), 0) + 1
+        arrivals = estimates.expected_arrivals(started, DAY, holders, waiters, every, of)
+    return estimates.start_estimates(now, free, holders, waiters, draws=DRAWS, units=units, arrivals=arrivals)
 
 
 def play_figures(runs: int) -> None:
     """The play's own cost at the scale of the Workloads benchmark: 5,000 full 8-GPU nodes held by 5,000 running
     workloads, 2,000 waiting gangs of five 1-GPU pods (``bench_workloads.py``'s), runtimes learned from 200 runs per
-    kind; the naive way plays the pool again for each waiting workload (100 of them, scaled to 2,000)."""
+    kind, 50 projects with equal shares in the scheduler's order, each expected to submit every kind (40,000 jobs
+    started over the last day); the naive way plays the pool again for each waiting workload (100 of them, scaled to
+    2,000)."""
     rng = random.Random(5)
     now = 10 * DAY
     runs_of = {kind: estimates.learned(rng.lognormvariate(math.log(median), SIGMA) for _ in range(200))
                for kind, (_, _, median) in KINDS.items()}  # fmt: skip
     nodes = {f"node-{index:04d}": 0 for index in range(5000)}
-    holders = [
-        estimates.Holder({name: 8}, now - rng.uniform(0, 4 * 3600), runs_of[rng.choice(list(KINDS))]) for name in nodes
-    ]
+    projects = [f"project-{index:02d}" for index in range(50)]
+    holders = []
+    for name in nodes:
+        kind = rng.choice(list(KINDS))
+        started = now - rng.uniform(0, 4 * 3600)
+        holders.append(estimates.Holder({name: 8}, started, runs_of[kind], rng.choice(projects), kind))
     every = frozenset(nodes)
-    waiters = [
-        estimates.Waiter(f"w{index}", (rng.random(), index), (1,) * 5, every, runs_of[rng.choice(list(KINDS))])
-        for index in range(2000)
-    ]
+    waiters = []
+    for index in range(2000):
+        kind = rng.choice(list(KINDS))
+        order = (now - rng.uniform(0, 3600), index)
+        waiters.append(estimates.Waiter(f"w{index}", order, (1,) * 5, every, runs_of[kind], rng.choice(projects), kind))
+    held = {project: 0 for project in projects}
+    for holder in holders:
+        held[holder.unit] += 8
+    units = {project: estimates.Share(held[project], 40000 / len(projects)) for project in projects}
+    started = {(project, kind): 40000 / len(projects) / len(KINDS) for project in projects for kind in KINDS}
+    arrivals = estimates.expected_arrivals(started, DAY, holders, waiters, every, lambda _, kind: runs_of[kind])
 
     def play():
+        return estimates.start_estimates(now, nodes, holders, waiters, units=units, arrivals=arrivals)
+
+    def static():
         return estimates.start_estimates(now, nodes, holders, waiters)
 
     def naive():
         for index in range(100):
-            estimates.start_estimates(now, nodes, holders, waiters[: index + 1])
+            estimates.start_estimates(now, nodes, holders, waiters[: index + 1], units=units, arrivals=arrivals)
 
-    for name, function, scale in (("the play of 2,000 waiting workloads", play, 1), ("naive (×20)", naive, 20)):
+    for name, function, scale in (
+        ("the play of 2,000 waiting workloads", play, 1),
+        ("the same, the order as it is and no job to come", static, 1),
+        ("naive (×20)", naive, 20),
+    ):
         times = []
         for _ in range(runs):
-            started = time.perf_counter()
+            began = time.perf_counter()
             function()
-            times.append((time.perf_counter() - started) * 1000 * scale)
+            times.append((time.perf_counter() - began) * 1000 * scale)
         print(f"  {name}: median {statistics.median(times):.0f} ms (runs {min(times):.0f}-{max(times):.0f} ms)")
 
 
@@ -185,6 +239,14 @@ def main() -> None:
     parser.add_argument(
         "--fifo", action="store_true", help="first come, first served: no later job goes ahead (a diagnosis)"
     )
+    parser.add_argument(
+        "--way",
+        choices=WAYS,
+        default="arrivals",
+        help="the console's way (arrivals: the order moving as the play goes and the jobs each project is expected to "
+        "submit), or for a diagnosis: order (without those jobs), static (the order as it is, the way before), "
+        "oracle (order, with every job's true runtime)",
+    )
     parser.add_argument("--play", action="store_true", help="time the play of 2,000 waiting workloads instead")
     args = parser.parse_args()
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
@@ -193,13 +255,18 @@ def main() -> None:
         print(f"load average after: {loadavg()}")
         return
     for seed in args.seeds:
-        found = replay(seed, args.nodes, args.projects, args.load, args.fifo)
+        found = replay(seed, args.nodes, args.projects, args.load, args.fifo, args.way)
         print(
             f"seed {found['seed']}: {found['jobs']:,} jobs in the measured day, {found['waited']:,} waited "
             f"(median wait {found['median_wait_min']:.0f} min), {found['unestimated']} without an estimate; "
             f"relative error of the likely start: median {found['median_error']:.1%}, 90th percentile "
-            f"{found['p90_error']:.1%}; started by the late bound: {found['before_late']:.1%}; "
+            f"{found['p90_error']:.1%}, estimated minus actual wait {found['bias_min']:+.1f} min (median); "
+            f"started by the late bound: {found['before_late']:.1%}; "
             f"replayed in {found['seconds']:.0f} s"
+        )
+        print(
+            "  median relative error by actual wait: "
+            + "; ".join(f"{name}: {error:.1%} ({count} jobs)" for name, (count, error) in found["buckets"].items())
         )
     print(f"load average after: {loadavg()}")
 

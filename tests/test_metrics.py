@@ -235,8 +235,12 @@ def test_a_scrape_reads_the_utilization_in_as_many_queries_for_many_pools(client
     assert samples[("gpupool_idle_gpus", "more-5")] == 0
 
 
-def test_after_a_real_round_the_series_are_the_selectors_numbers(client, demo):
+def test_after_a_real_round_the_series_are_the_selectors_numbers(client, demo, monkeypatch):
+    from django.utils import timezone
+
     services.utilization_record_all()
+    moment = timezone.now()
+    monkeypatch.setattr(timezone, "now", lambda: moment)  # a GPU turning idle between the two reads is not a mismatch
     samples = utilization_samples(client)
     idle = selectors.idle_gpus_by_pool(user=SYSTEM)
     assert idle and all(samples[("gpupool_idle_gpus", pool)] == pytest.approx(gpus) for pool, gpus in idle.items())

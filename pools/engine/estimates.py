@@ -7,6 +7,11 @@ runtime. Played once with the learned runtimes' medians (the likely start) and o
 (the late bound). Runtimes are learned per project and kind from finished workloads, never beyond the pool's
 ``max_exec_timeout``.
 
+With ``units``, the order between units moves as the play goes, as the scheduler's does (§9.1): the unit holding
+the smallest part of its fair share goes first, and each workload that starts or ends moves its unit. With
+``arrivals``, the workloads each unit is expected to submit (learned from how often its workloads started lately)
+join the queue as the play goes: a unit below its share takes GPUs ahead of those waiting now, as it will.
+
 Whole GPUs: a pod asking a fraction of a GPU needs a GPU with room, counted as one; a node's free GPUs are counted
 down to whole ones. A workload's pending pods start together (a gang's must; other workloads' nearly always have
 one pending pod).
@@ -16,15 +21,20 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 import random
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 # A workload that has run past every learned runtime (and has no max_exec_timeout) is taken to end this soon.
 OVERDUE_SECONDS = 60.0
 # How far ahead the pool is played; what would start later is left without an estimate.
 HORIZON_SECONDS = 30 * 86400.0
+# How far ahead the workloads units are expected to submit join the play.
+ARRIVALS_SECONDS = 86400.0
 DRAW_SEED = 20261128
 
 
@@ -67,21 +77,46 @@ def _rank(values: Sequence[float], quantile: float) -> float:
 @dataclass(frozen=True, slots=True)
 class Holder:
     """A running workload on the pool's nodes: the whole GPUs it holds on each, when it started (seconds since the
-    epoch) and its kind's runtimes (None: nothing learned, it is taken to run past the horizon)."""
+    epoch), its kind's runtimes (None: nothing learned, it is taken to run past the horizon), its unit and kind."""
 
     nodes: Mapping[str, int]
     started: float
     runtimes: Runtimes | None
+    unit: Hashable | None = None
+    kind: Hashable | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Waiter:
-    """A waiting workload: its key, its place in the scheduler's order (smaller first), the whole GPUs of each
-    pending pod, the nodes it fits, and its kind's runtimes."""
+    """A waiting workload: its key, its place in the scheduler's order (smaller first; with units, its place within
+    its unit, beginning with when it started waiting in seconds since the epoch), the whole GPUs of each pending pod,
+    the nodes it fits, its kind's runtimes, its unit and kind."""
 
     key: Hashable
     order: tuple
     pods: tuple[int, ...]
+    nodes: frozenset[str]
+    runtimes: Runtimes | None
+    unit: Hashable | None = None
+    kind: Hashable | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A unit of the scheduler's order: the GPUs its running workloads hold now, and its fair share of them."""
+
+    held: float
+    fair_share: float
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """Workloads a unit is expected to submit: one every ``interval`` seconds from now on, their pods' whole GPUs
+    taken in turn from ``shapes``, fitting ``nodes``, running as ``runtimes`` say."""
+
+    unit: Hashable | None
+    interval: float
+    shapes: tuple[tuple[int, ...], ...]
     nodes: frozenset[str]
     runtimes: Runtimes | None
 
@@ -94,6 +129,33 @@ class Estimate:
 
     likely: float | None
     late: float | None
+
+
+def expected_arrivals(
+    started: Mapping[tuple[Hashable, Hashable], float],
+    span: float,
+    holders: Iterable[Holder],
+    waiters: Iterable[Waiter],
+    nodes: frozenset[str],
+    runtimes: Callable[[Hashable, Hashable], Runtimes | None],
+) -> list[Arrival]:
+    """What each unit is expected to submit, per kind: as many workloads as ``started[unit, kind]`` started over the
+    last ``span`` seconds, evenly spread, shaped as its workloads of that kind on the pool are (running: their GPUs on
+    each node; waiting: their pods), fitting the nodes its first waiting one does (else ``nodes``). A kind with no
+    workload on the pool has no known shape and is left out."""
+    shapes: dict[tuple, list[tuple[int, ...]]] = {}
+    fits: dict[tuple, frozenset[str]] = {}
+    for holder in holders:
+        shapes.setdefault((holder.unit, holder.kind), []).append(tuple(sorted(holder.nodes.values(), reverse=True)))
+    for waiter in waiters:
+        shapes.setdefault((waiter.unit, waiter.kind), []).append(waiter.pods)
+        fits.setdefault((waiter.unit, waiter.kind), waiter.nodes)
+    found = []
+    for key, seen in sorted(shapes.items(), key=lambda item: repr(item[0])):
+        count = started.get(key, 0)
+        if count > 0:
+            found.append(Arrival(key[0], span / count, tuple(seen), fits.get(key, nodes), runtimes(*key)))
+    return found
 
 
 def whole_gpus(value) -> int:
@@ -109,42 +171,45 @@ def start_estimates(
     *,
     cap: float | None = None,
     draws: int = 0,
+    units: Mapping[Hashable, Share] | None = None,
+    arrivals: Iterable[Arrival] = (),
 ) -> dict[Hashable, Estimate]:
     """Every waiter's estimate on a pool whose nodes have ``free`` whole GPUs now, ``holders`` running on them.
-    ``cap`` is the pool's ``max_exec_timeout`` in seconds: no workload runs longer. ``draws`` above 0 plays the pool
-    that many times with runtimes drawn from the learned runs (``_drawn``); 0 plays it twice, with the medians and
-    with the 90th percentiles."""
-    holders = list(holders)
-    waiters = sorted(waiters, key=lambda waiter: waiter.order)
+    ``cap`` is the pool's ``max_exec_timeout`` in seconds: no workload runs longer. ``units`` (each unit's share) put
+    the units in the scheduler's order as the play goes; ``arrivals`` add the workloads units are expected to submit
+    over the next ``ARRIVALS_SECONDS``. ``draws`` above 0 plays the pool that many times with runtimes drawn from the
+    learned runs (``_drawn``); 0 plays it twice, with the medians and with the 90th percentiles."""
+    pool = _Pool(now, free, list(holders), sorted(waiters, key=lambda waiter: waiter.order), units, list(arrivals))
     if draws:
-        return _drawn(now, free, holders, waiters, cap, draws)
-    likely = _play(
-        now,
-        free,
-        holders,
-        waiters,
-        lambda holder: holder_end(holder, now, cap, late=False),
-        lambda waiter: _runtime(waiter.runtimes, cap, late=False),
+        return _drawn(pool, cap, draws)
+    likely, late = (
+        _play(pool, partial(holder_end, now=now, cap=cap, late=late), partial(_runtime, cap=cap, late=late))
+        for late in (False, True)
     )
-    late = _play(
-        now,
-        free,
-        holders,
-        waiters,
-        lambda holder: holder_end(holder, now, cap, late=True),
-        lambda waiter: _runtime(waiter.runtimes, cap, late=True),
-    )
-    return {waiter.key: Estimate(likely.get(waiter.key), late.get(waiter.key)) for waiter in waiters}
+    return {waiter.key: Estimate(likely.get(waiter.key), late.get(waiter.key)) for waiter in pool.waiters}
 
 
-def _drawn(now, free, holders, waiters, cap, draws: int) -> dict[Hashable, Estimate]:
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """What a play starts from."""
+
+    now: float
+    free: Mapping[str, int]
+    holders: list[Holder]
+    waiters: list[Waiter]
+    units: Mapping[Hashable, Share] | None
+    arrivals: list[Arrival]
+
+
+def _drawn(pool: _Pool, cap, draws: int) -> dict[Hashable, Estimate]:
     """The estimates as the median and 90th percentile of ``draws`` plays, each drawing every runtime from the
     learned runs (a running workload's from the runs longer than it has run so far): what the order statistics of
     many workloads ending make of the runtimes' spread, which one play with each workload's median misses (the first
     of many to end usually ends well before any one's median). Drawn from a fixed seed: the same state gives the
     same estimates."""
     rng = random.Random(DRAW_SEED)
-    starts: dict[Hashable, list[float]] = {waiter.key: [] for waiter in waiters}
+    now = pool.now
+    starts: dict[Hashable, list[float]] = {waiter.key: [] for waiter in pool.waiters}
 
     def end_of(holder: Holder) -> float | None:
         runtimes = holder.runtimes
@@ -164,8 +229,8 @@ def _drawn(now, free, holders, waiters, cap, draws: int) -> dict[Hashable, Estim
         return rng.choice(waiter.runtimes.runs)
 
     for _ in range(draws):
-        found = _play(now, free, holders, waiters, end_of, runtime_of)
-        for waiter in waiters:
+        found = _play(pool, end_of, runtime_of)
+        for waiter in pool.waiters:
             starts[waiter.key].append(found.get(waiter.key, math.inf))
     estimates = {}
     for key, moments in starts.items():
@@ -195,66 +260,184 @@ def holder_end(holder: Holder, now: float, cap: float | None, *, late: bool) -> 
     return max(holder.started + runtime, now + OVERDUE_SECONDS)
 
 
-def _play(now, free, holders, waiters, end_of, runtime_of) -> dict[Hashable, float]:
+# The key of a workload a unit is expected to submit: never an estimate's.
+_EXPECTED = object()
+
+
+def _play(
+    pool: _Pool,
+    end_of: Callable[[Holder], float | None],
+    runtime_of: Callable[[Waiter], float | None],
+) -> dict[Hashable, float]:
     """When each waiter starts if each holder ends at ``end_of(holder)`` and each waiter, once started, runs
     ``runtime_of(waiter)`` (None: past the horizon)."""
-    pool = FreeGpus(free)
-    releases: list[tuple[float, int, str, int]] = []  # (when, tie-breaker, node, GPUs)
-    for number, holder in enumerate(holders):
+    now = pool.now
+    gpus = FreeGpus(pool.free)
+    order = _Order(pool.units)
+    numbers = itertools.count()
+    releases: list[tuple[float, int, str, int, Hashable]] = []  # (when, tie-breaker, node, GPUs, unit)
+    for holder in pool.holders:
         end = end_of(holder)
         if end is not None and end - now <= HORIZON_SECONDS:
-            for node, gpus in holder.nodes.items():
-                if node in pool.free and gpus > 0:
-                    releases.append((end, number, node, gpus))
+            for node, count in holder.nodes.items():
+                if node in gpus.free and count > 0:
+                    releases.append((end, next(numbers), node, count, holder.unit))
     heapq.heapify(releases)
-    counter = len(holders)
-    # Waiters asking the same pods of the same nodes queue behind each other: when the first does not fit, none
-    # does. Their heads are tried in the scheduler's order.
-    groups: dict[tuple, list[Waiter]] = {}
-    for waiter in waiters:
-        groups.setdefault((waiter.nodes, waiter.pods), []).append(waiter)
-    queues = [(group[0].order, index, list(reversed(group))) for index, group in enumerate(groups.values())]
-    node_groups: dict[str, list[int]] = {}
-    for index, (_, _, queue) in enumerate(queues):
-        for node in queue[0].nodes:
-            node_groups.setdefault(node, []).append(index)
+    coming = [(now + arrival.interval, index, 0) for index, arrival in enumerate(pool.arrivals) if arrival.interval > 0]
+    heapq.heapify(coming)
+    # Waiters asking the same pods of the same nodes share a queue: when its first does not fit, none does.
+    queues: dict[tuple, _Queue] = {}
+    on_node: dict[str, list[_Queue]] = {}
+    of_unit: dict[Hashable, list[_Queue]] = {}
+
+    def join(waiter: Waiter) -> _Queue:
+        queue = queues.get((waiter.nodes, waiter.pods))
+        if queue is None:
+            queue = queues[waiter.nodes, waiter.pods] = _Queue(waiter.nodes, waiter.pods)
+            for node in waiter.nodes:
+                on_node.setdefault(node, []).append(queue)
+        if queue.add(waiter, order, next(numbers)):
+            of_unit.setdefault(waiter.unit, []).append(queue)
+        return queue
+
+    for waiter in pool.waiters:
+        join(waiter)
     started: dict[Hashable, float] = {}
-    trying = list(range(len(queues)))
+    waiting = len(pool.waiters)
+    trying = set(queues.values())
     moment = now
     while True:
-        heads = [(queues[index][2][-1].order, index) for index in trying if queues[index][2]]
+        heads = []
+        for queue in trying:
+            head = queue.head(order)
+            if head is not None:
+                heads.append((head, next(numbers), queue))
         heapq.heapify(heads)
         while heads:
-            _, index = heapq.heappop(heads)
-            queue = queues[index][2]
-            waiter = queue[-1]
-            taken = pool.place(waiter.nodes, waiter.pods)
+            key, _, queue = heapq.heappop(heads)
+            head = queue.head(order)
+            if head is None:
+                continue
+            if head != key:  # its unit took GPUs since: it may no longer go first
+                heapq.heappush(heads, (head, next(numbers), queue))
+                continue
+            taken = gpus.place(queue.nodes, queue.pods)
             if taken is None:
                 continue  # blocked until some of its nodes free GPUs
-            queue.pop()
-            started[waiter.key] = moment
+            waiter = queue.take(order, next(numbers))
+            if waiter.key is not _EXPECTED:
+                started[waiter.key] = moment
+                waiting -= 1
+            if order.moves(waiter.unit, sum(taken.values())):
+                for other in of_unit[waiter.unit]:
+                    other.refresh(waiter.unit, order, next(numbers))
             runtime = runtime_of(waiter)
             if runtime is not None and moment + runtime - now <= HORIZON_SECONDS:
-                for node, gpus in taken.items():
-                    counter += 1
-                    heapq.heappush(releases, (moment + runtime, counter, node, gpus))
-            if queue:
-                heapq.heappush(heads, (queue[-1].order, index))
-        if not releases or not any(queue for _, _, queue in queues):
+                for node, count in taken.items():
+                    heapq.heappush(releases, (moment + runtime, next(numbers), node, count, waiter.unit))
+            head = queue.head(order)
+            if head is not None:
+                heapq.heappush(heads, (head, next(numbers), queue))
+        if not waiting or not (releases or coming):
             return started
-        moment = releases[0][0]
-        freed = set()
+        moment = min(releases[0][0] if releases else math.inf, coming[0][0] if coming else math.inf)
+        trying = set()
+        moved = set()
         while releases and releases[0][0] == moment:
-            _, _, node, gpus = heapq.heappop(releases)
-            pool.give(node, gpus)
-            freed.add(node)
-        trying = sorted({index for node in freed for index in node_groups.get(node, ())})
+            _, _, node, count, unit = heapq.heappop(releases)
+            gpus.give(node, count)
+            trying.update(on_node.get(node, ()))
+            if order.moves(unit, -count):
+                moved.add(unit)
+        for unit in moved:
+            for queue in of_unit.get(unit, ()):
+                queue.refresh(unit, order, next(numbers))
+        while coming and coming[0][0] == moment:
+            _, index, number = heapq.heappop(coming)
+            arrival = pool.arrivals[index]
+            pods = arrival.shapes[number % len(arrival.shapes)]
+            trying.add(join(Waiter(_EXPECTED, (moment,), pods, arrival.nodes, arrival.runtimes, arrival.unit)))
+            if moment + arrival.interval - now <= ARRIVALS_SECONDS:
+                heapq.heappush(coming, (moment + arrival.interval, index, number + 1))
 
 
-def _runtime(runtimes: Runtimes | None, cap: float | None, *, late: bool) -> float | None:
-    if runtimes is None:
+class _Order:
+    """The scheduler's order between units as the play goes: the GPUs each holds, against its fair share."""
+
+    def __init__(self, units: Mapping[Hashable, Share] | None):
+        self.held = {unit: share.held for unit, share in (units or {}).items()}
+        self.shares = {unit: share.fair_share for unit, share in (units or {}).items()}
+
+    def standing(self, unit: Hashable) -> float:
+        """The part of its fair share ``unit`` holds (0 for a unit out of the order, infinite for a unit holding GPUs
+        with no share)."""
+        if unit not in self.shares:
+            return 0.0
+        share = self.shares[unit]
+        if share > 0:
+            return self.held[unit] / share
+        return math.inf if self.held[unit] > 0 else 0.0
+
+    def moves(self, unit: Hashable, gpus: float) -> bool:
+        """``unit`` takes (or gives back, negative) ``gpus``: whether its standing may have moved."""
+        if unit not in self.held:
+            return False
+        self.held[unit] += gpus
+        return True
+
+
+class _Queue:
+    """The waiters asking the same pods of the same nodes: a line per unit in their order within it, and the lines'
+    heads in the scheduler's order (a heap whose outdated entries are dropped as they come up)."""
+
+    __slots__ = ("nodes", "pods", "lines", "heads")
+
+    def __init__(self, nodes: frozenset[str], pods: tuple[int, ...]):
+        self.nodes, self.pods = nodes, pods
+        self.lines: dict[Hashable, deque[Waiter]] = {}
+        self.heads: list[tuple[tuple, int, Hashable]] = []
+
+    def add(self, waiter: Waiter, order: _Order, number: int) -> bool:
+        """Put ``waiter`` at the end of its unit's line: whether the unit is new to this queue."""
+        line = self.lines.get(waiter.unit)
+        new = line is None
+        if new:
+            line = self.lines[waiter.unit] = deque()
+        line.append(waiter)
+        if len(line) == 1:
+            self.refresh(waiter.unit, order, number)
+        return new
+
+    def refresh(self, unit: Hashable, order: _Order, number: int) -> None:
+        """Enter ``unit``'s head with its standing now."""
+        line = self.lines.get(unit)
+        if line:
+            heapq.heappush(self.heads, ((order.standing(unit), line[0].order), number, unit))
+
+    def head(self, order: _Order) -> tuple | None:
+        """The key of the first waiter in the scheduler's order, None when none waits."""
+        while self.heads:
+            key, _, unit = self.heads[0]
+            line = self.lines[unit]
+            if line and key == (order.standing(unit), line[0].order):
+                return key
+            heapq.heappop(self.heads)
+        return None
+
+    def take(self, order: _Order, number: int) -> Waiter:
+        """Take the first waiter (``head`` was just called) out of the queue."""
+        _, _, unit = heapq.heappop(self.heads)
+        line = self.lines[unit]
+        waiter = line.popleft()
+        self.refresh(unit, order, number)
+        return waiter
+
+
+def _runtime(waiter: Waiter, *, cap: float | None, late: bool) -> float | None:
+    """How long ``waiter`` runs once started: its kind's median (``late``: 90th percentile), else the pool's cap."""
+    if waiter.runtimes is None:
         return cap or None
-    return runtimes.p90 if late else runtimes.median
+    return waiter.runtimes.p90 if late else waiter.runtimes.median
 
 
 class FreeGpus:
@@ -294,12 +477,13 @@ class FreeGpus:
             for count in range(pod, self.top + 1):
                 if room is not None and count >= room:
                     break
-                found = next(
-                    (node for node in self.by_free.get(count, ()) if node in nodes and node not in taken), None
-                )
-                if found is not None:
-                    best, room = found, count
-                    break
+                for node in self.by_free.get(count, ()):
+                    if node in nodes and node not in taken:
+                        best, room = node, count
+                        break
+                else:
+                    continue
+                break
             if best is None:
                 return None
             taken[best] = taken.get(best, 0) + pod

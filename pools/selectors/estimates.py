@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -29,6 +29,8 @@ from .quotas import QUEUE_LABEL
 TERMINATED = ("Succeeded", "Failed")
 # Runtimes are learned from the runs finished over this long.
 LEARNED_OVER = timedelta(days=30)
+# How often each project's workloads of each kind come is learned from the runs started over this long.
+ARRIVALS_OVER = timedelta(days=1)
 # Verdicts that a wait for GPUs to free up does not end: no estimate.
 NOT_BY_WAITING = ("pool_maintenance", "backend_offline", "never_fits")
 PERIODS = {"1d": timedelta(days=1), "7d": timedelta(days=7)}
@@ -42,13 +44,19 @@ class LearnedRuntimes:
     the backend's runs of that kind, then all the backend's runs."""
 
     def __init__(self, backend_ids, now: datetime):
-        runs = WorkloadRun.objects.filter(finished__isnull=False, finished__gte=now - LEARNED_OVER)
+        runs = WorkloadRun.objects.filter(Q(finished__gte=now - LEARNED_OVER) | Q(started__gte=now - ARRIVALS_OVER))
         if backend_ids is not None:
             runs = runs.filter(backend_id__in=list(backend_ids))
         self.seconds: dict[tuple, list[float]] = {}
+        # Runs started lately per (backend, project, kind): how often each kind of workload comes.
+        self.lately: dict[tuple, int] = {}
         for backend_id, project, kind, started, finished in runs.values_list(
             "backend_id", "project", "workload_kind", "started", "finished"
         ).order_by():
+            if started >= now - ARRIVALS_OVER:
+                self.lately[backend_id, project, kind] = self.lately.get((backend_id, project, kind), 0) + 1
+            if finished is None or finished < now - LEARNED_OVER:
+                continue
             runtime = max(0.0, (finished - started).total_seconds())
             for key in ((backend_id, project, kind), (backend_id, None, kind), (backend_id, None, None)):
                 self.seconds.setdefault(key, []).append(runtime)
@@ -84,9 +92,9 @@ def pool_cap(pool: Pool) -> float | None:
         return None
 
 
-def running_holders(live) -> dict[int, list[tuple[int, str, str, str | None, float, dict[str, int]]]]:
-    """Per pool of ``live``: every workload holding GPUs on its nodes, as (backend id, namespace, kind, project,
-    started, {node: whole GPUs}). One query, grouped by workload and node."""
+def running_holders(live) -> dict[int, list[tuple[int, tuple, str, str | None, float, dict[str, int]]]]:
+    """Per pool of ``live``: every workload holding GPUs on its nodes, as (backend id, its key (backend id,
+    namespace, kind, name), kind, project, started, {node: whole GPUs}). One query, grouped by workload and node."""
     rows = (
         live.pods()
         .exclude(node_name="")
@@ -112,10 +120,10 @@ def running_holders(live) -> dict[int, list[tuple[int, str, str, str | None, flo
             job["started"] = row["started"]
     found: dict[int, list] = {}
     now = live.now.timestamp()
-    for (backend_id, namespace, kind, _), job in jobs.items():
+    for key, job in jobs.items():
         started = job["started"].timestamp() if job["started"] else now
         for pool_id in job["pools"]:
-            found.setdefault(pool_id, []).append((backend_id, namespace, kind, job["project"], started, job["nodes"]))
+            found.setdefault(pool_id, []).append((key[0], key, key[2], job["project"], started, job["nodes"]))
     return found
 
 
@@ -132,11 +140,11 @@ def pool_start_estimates(live, pool_id: int, workloads, verdicts: Mapping) -> di
     nodes = live.nodes[pool_id]
     free = {node.name: int(node.free) for node in nodes}
     holders = [
-        engine.Holder(held, started, learned.of(backend_id, project, kind, cap)[0])
+        engine.Holder(held, started, learned.of(backend_id, project, kind, cap)[0], project, kind)
         for backend_id, _, kind, project, started, held in live.holders.get(pool_id, ())
     ]
-    standing = {
-        unit.name: (unit.allocated / unit.fair_share if unit.fair_share > 0 else (1e9 if unit.allocated else 0))
+    units = {
+        unit.name: engine.Share(unit.allocated, unit.fair_share)
         for unit in live.units[pool_id]
         if unit.parent is not None
     }
@@ -150,10 +158,14 @@ def pool_start_estimates(live, pool_id: int, workloads, verdicts: Mapping) -> di
             )
         runtimes, basis = learned.of(workload.key[0], workload.project, workload.key[2], cap)
         bases[workload.key] = (runtimes, basis)
-        order = (standing.get(workload.project, 0), -workload.waiting_seconds, workload.key)
+        # Within its project, the longest waiting first; between projects the play keeps §9.1's order.
+        order = (now - workload.waiting_seconds, workload.key)
         pods = tuple(sorted((engine.whole_gpus(gpus) for gpus in workload.pods), reverse=True))
-        waiters.append(engine.Waiter(workload.key, order, pods, eligible[selector], runtimes))
-    found = engine.start_estimates(now, free, holders, waiters, cap=cap)
+        waiters.append(
+            engine.Waiter(workload.key, order, pods, eligible[selector], runtimes, workload.project, workload.key[2])
+        )
+    arrivals = expected_arrivals(live, pool_id, holders, waiters, frozenset(free), cap)
+    found = engine.start_estimates(now, free, holders, waiters, cap=cap, units=units, arrivals=arrivals)
     return {
         key: {
             "likely": _moment(estimate.likely),
@@ -163,6 +175,29 @@ def pool_start_estimates(live, pool_id: int, workloads, verdicts: Mapping) -> di
         for key, estimate in found.items()
         if key in verdicts and verdicts[key].reason not in NOT_BY_WAITING
     }
+
+
+def expected_arrivals(live, pool_id: int, holders, waiters, every: frozenset[str], cap) -> list[engine.Arrival]:
+    """The workloads each project is expected to submit to the pool, per kind (``engine.expected_arrivals``): as
+    often as its runs of that kind started over the last day (``ARRIVALS_OVER``), in the part of them this pool runs
+    now (its running workloads of that kind here against on every pool of the backend)."""
+    pool = live.pools[pool_id]
+    here: dict[tuple, int] = {}
+    for holder in holders:
+        here[holder.unit, holder.kind] = here.get((holder.unit, holder.kind), 0) + 1
+    started = {}
+    for (backend_id, project, kind), count in live.learned_runtimes.lately.items():
+        if backend_id == pool.backend_id:
+            everywhere = live.holders_per_kind.get((backend_id, project, kind))
+            started[project, kind] = count * (here.get((project, kind), 0) / everywhere if everywhere else 1.0)
+    return engine.expected_arrivals(
+        started,
+        ARRIVALS_OVER.total_seconds(),
+        holders,
+        waiters,
+        every,
+        lambda project, kind: live.learned_runtimes.of(pool.backend_id, project, kind, cap)[0],
+    )
 
 
 def _moment(seconds: float | None) -> str | None:

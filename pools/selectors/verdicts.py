@@ -154,6 +154,15 @@ class _Live:
         return estimates.running_holders(self)
 
     @cached_property
+    def holders_per_kind(self) -> dict[tuple, int]:
+        """How many workloads of each (backend, project, kind) hold GPUs on the nodes of any pool."""
+        counted: dict[tuple, set] = {}
+        for holding in self.holders.values():
+            for backend_id, workload, kind, project, _, _ in holding:
+                counted.setdefault((backend_id, project, kind), set()).add(workload)
+        return {key: len(workloads) for key, workloads in counted.items()}
+
+    @cached_property
     def learned_runtimes(self) -> estimates.LearnedRuntimes:
         return estimates.LearnedRuntimes(self.backend_ids, self.now)
 

@@ -84,17 +84,12 @@ QUOTAS = Table(
 QUOTAS_WHAT_IF = Table(
     "quotas-what-if",
     (
-        Column("pool", "POOL"),
-        Column("unit", "UNIT", value=_unit),
-        Column("department", "DEPARTMENT"),
-        Column("deserved", "DESERVED", text=amount, numeric=True),
-        Column("over_quota_weight", "WEIGHT", text=amount, numeric=True),
-        Column("allocated", "ALLOCATED", text=amount, numeric=True),
+        *(QUOTAS.keys[key] for key in ("pool", "unit", "department", "deserved", "over_quota_weight", "allocated")),
         Column("request", "REQUEST", text=amount, numeric=True),
-        Column("fair_share", "FAIR SHARE", text=amount, numeric=True),
-        Column("usage", "USAGE", text=share, numeric=True),
+        QUOTAS.keys["fair_share"],
+        QUOTAS.keys["usage"],
         Column("what_if_usage", "WHAT-IF USAGE", text=share, numeric=True),
         Column("what_if_fair_share", "WHAT-IF FAIR SHARE", text=amount, numeric=True),
     ),
-    empty="No quotas.",
+    empty=QUOTAS.empty,
 )

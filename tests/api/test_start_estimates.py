@@ -113,6 +113,52 @@ def test_a_waiting_workload_starts_when_the_holder_is_expected_to_end(lab):
     assert start["runtime"] == {"median": 7200, "p90": 14400, "finished": 5, "basis": "project"}
 
 
+def two_projects(lab, actor):
+    """Pool a100 of two nodes: nlp's ``serve`` on a-0 (started an hour ago), vision's ``train`` on a-1 (half an hour
+    ago), vision's ``next`` waiting. vision deserves 4 GPUs and holds 8, nlp deserves 12 and holds 8: nlp is ahead of
+    vision in the scheduler's order. Both kinds run 2 h."""
+    backend = lab(
+        [
+            node("a-0", gpu=8, labels={"gpu-type": "A100"}),
+            node("a-1", gpu=8, labels={"gpu-type": "A100"}),
+            pod("serve", node="a-0", gpu=8, namespace="runai-nlp", pool="a100", owner=("Job", "serve"),
+                phase="Running", started=iso(NOW - HOUR)),
+            job("train", node="a-1", started=NOW - HOUR / 2),
+            job("next", phase="Pending"),
+        ]
+    )  # fmt: skip
+    deserved = {name: [{"nodePool": "a100", "gpu": {"deserved": gpus}}] for name, gpus in (("vision", 4), ("nlp", 12))}
+    services.config_apply(
+        changes={
+            ConfigType.DEPARTMENT: {"rnd": {"resources": [{"nodePool": "a100", "gpu": {"deserved": 16}}]}},
+            ConfigType.PROJECT: {name: {"department": "rnd", "resources": found} for name, found in deserved.items()},
+        },
+        actor=actor,
+    )
+    history(backend, 2, 2, 2)
+    history(backend, 2, 2, 2, project="nlp")
+    return backend
+
+
+def test_a_project_below_its_share_that_submits_often_goes_ahead_of_a_waiting_workload(lab, actor):
+    backend = two_projects(lab, actor)
+    # serve ends in an hour: next takes a-0.
+    assert datetime.fromisoformat(verdict_of("next")["start"]["likely"]) == NOW + HOUR
+    # nlp started a job about every half hour over the last day: the one it submits by then takes a-0 (nlp holds
+    # nothing of its share then, vision twice its own); next starts when train ends and vision holds nothing.
+    for number in range(48):
+        WorkloadRun.objects.create(
+            backend=backend,
+            namespace="runai-nlp",
+            workload_kind="Job",
+            workload_name=f"lately-{number}",
+            project="nlp",
+            started=NOW - HOUR / 2 * number,
+            last_seen=NOW,
+        )
+    assert datetime.fromisoformat(verdict_of("next")["start"]["likely"]) == NOW + 1.5 * HOUR
+
+
 def test_nothing_learned_gives_no_time(lab):
     lab()
     assert verdict_of("next")["start"] == {"likely": None, "late": None, "runtime": None}

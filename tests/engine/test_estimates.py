@@ -7,7 +7,18 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pools.engine.estimates import Estimate, Holder, Runtimes, Waiter, learned, start_estimates, whole_gpus
+from pools.engine.estimates import (
+    Arrival,
+    Estimate,
+    Holder,
+    Runtimes,
+    Share,
+    Waiter,
+    expected_arrivals,
+    learned,
+    start_estimates,
+    whole_gpus,
+)
 
 NOW = 1_000_000.0
 HOUR = 3600.0
@@ -89,6 +100,65 @@ def test_drawn_runtimes_give_the_spread_of_many_plays_and_the_same_answer_each_t
     assert start_estimates(NOW, free, holders, waiters, draws=40) == drawn
 
 
+def of_unit(key, unit, waiting_since, gpus=8, nodes=("n1", "n2")):
+    return Waiter(key, (waiting_since, key), (gpus,), frozenset(nodes), TWO_HOURS, unit)
+
+
+def test_the_unit_holding_less_of_its_share_goes_first_though_its_workload_came_later():
+    # a holds both nodes (half its share each); n1 frees in 1 h, n2 in 1.5 h.
+    holders = [Holder({"n1": 8}, NOW - HOUR, TWO_HOURS, "a"), Holder({"n2": 8}, NOW - 0.5 * HOUR, TWO_HOURS, "a")]
+    units = {"a": Share(16, 16), "b": Share(0, 16)}
+    waiters = [of_unit("a1", "a", NOW - 3 * HOUR), of_unit("b1", "b", NOW - HOUR)]
+    found = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, waiters, units=units)
+    # At 1 h a holds half its share, b none: b1 goes first. a1 takes n2 when it frees.
+    assert found["b1"].likely == NOW + HOUR
+    assert found["a1"].likely == NOW + 1.5 * HOUR
+    # Without the units the older one goes first.
+    static = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, waiters)
+    assert (static["a1"].likely, static["b1"].likely) == (NOW + HOUR, NOW + 1.5 * HOUR)
+
+
+def test_a_unit_that_starts_a_workload_moves_back_in_the_order():
+    units = {"a": Share(0, 16), "b": Share(0, 16)}
+    waiters = [of_unit("a1", "a", NOW - 3 * HOUR), of_unit("a2", "a", NOW - 2 * HOUR), of_unit("b1", "b", NOW - HOUR)]
+    found = start_estimates(NOW, {"n1": 8, "n2": 8}, [], waiters, units=units)
+    # a1 goes first (both hold nothing, it waited longest); a then holds half its share, so b1 goes before a2.
+    assert (found["a1"].likely, found["b1"].likely) == (NOW, NOW)
+    assert found["a2"] == Estimate(NOW + 2 * HOUR, NOW + 3 * HOUR)
+
+
+def test_workloads_a_unit_below_its_share_will_submit_go_ahead_and_those_of_one_above_do_not():
+    holder = Holder({"n1": 8}, NOW - HOUR, TWO_HOURS)  # frees n1 in 1 h
+    waiters = [of_unit("a1", "a", NOW - HOUR, nodes=("n1",))]
+    arrivals = [Arrival("b", 0.5 * HOUR, ((8,),), frozenset({"n1"}), TWO_HOURS)]
+    alone = start_estimates(NOW, {"n1": 0}, [holder], waiters, units={"a": Share(8, 8), "b": Share(0, 8)})
+    assert alone["a1"].likely == NOW + HOUR
+    # b holds nothing of its share and submits one every 30 min: the one it submits by then takes n1 first.
+    behind = start_estimates(
+        NOW, {"n1": 0}, [holder], waiters, units={"a": Share(8, 8), "b": Share(0, 8)}, arrivals=arrivals
+    )
+    assert behind["a1"].likely > NOW + HOUR
+    # b above its share: what it submits waits behind a1.
+    ahead = start_estimates(
+        NOW, {"n1": 0}, [holder], waiters, units={"a": Share(0, 8), "b": Share(16, 8)}, arrivals=arrivals
+    )
+    assert ahead["a1"].likely == NOW + HOUR
+
+
+def test_expected_arrivals_come_as_often_as_they_started_shaped_as_the_units_workloads():
+    holders = [Holder({"n1": 8, "n2": 8}, NOW, TWO_HOURS, "b", "train"), Holder({"n3": 2}, NOW, TWO_HOURS, "b", "tune")]
+    waiters = [Waiter("w", (NOW,), (4,), frozenset({"n3"}), TWO_HOURS, "b", "tune")]
+    every = frozenset({"n1", "n2", "n3"})
+    found = expected_arrivals(
+        {("b", "train"): 4, ("b", "tune"): 12, ("c", "train"): 5}, 24 * HOUR, holders, waiters, every, lambda *_: None
+    )
+    by_kind = {(arrival.unit, arrival.interval): arrival for arrival in found}
+    # c has no workload on the pool: no known shape, left out.
+    assert set(by_kind) == {("b", 6 * HOUR), ("b", 2 * HOUR)}
+    assert by_kind["b", 6 * HOUR].shapes == ((8, 8),) and by_kind["b", 6 * HOUR].nodes == every
+    assert by_kind["b", 2 * HOUR].shapes == ((2,), (4,)) and by_kind["b", 2 * HOUR].nodes == {"n3"}
+
+
 def test_nothing_learned_means_no_estimate_unless_the_pool_has_a_timeout():
     unknown = Holder({"n1": 8}, NOW - HOUR, None)
     assert start_estimates(NOW, {"n1": 0}, [unknown], [waiter("a", 8)])["a"] == Estimate(None, None)
@@ -118,3 +188,17 @@ def test_estimates_never_precede_now_and_what_fits_now_in_order_starts_now(free,
     if waiters:
         fits_now = any(gpus >= asks[0] for gpus in free)
         assert (found["w0"].likely == NOW) == fits_now
+
+
+@settings(max_examples=60, deadline=None)
+@given(free=fleets, asks=st.lists(st.integers(1, 8), max_size=20), seed=st.integers(0, 1000))
+def test_with_one_unit_the_moving_order_is_the_waiting_order(free, asks, seed):
+    rng = random.Random(seed)
+    nodes = {f"n{i}": gpus for i, gpus in enumerate(free)}
+    holders = [Holder({name: 8 - gpus}, NOW - rng.uniform(0, 3 * HOUR), TWO_HOURS, "a") for name, gpus in nodes.items()]
+    waiters = [
+        Waiter(f"w{i}", (NOW - rng.uniform(0, HOUR), i), (gpus,), frozenset(nodes), TWO_HOURS, "a")
+        for i, gpus in enumerate(asks)
+    ]
+    moving = start_estimates(NOW, nodes, holders, waiters, units={"a": Share(8 * len(nodes), 4)})
+    assert moving == start_estimates(NOW, nodes, holders, waiters)
