@@ -234,8 +234,9 @@ def learned_history(backend) -> int:
 
 def estimate_figures(args) -> None:
     """The start estimates (SEMANTICS §10.1) of every pending workload: the reads they add to a judging pass (the
-    running workloads on the pools' nodes, the learned runtimes) and the play of every pool; the naive way plays a
-    pool again for each waiting workload (timed for the first 100 of the busiest pool, then scaled)."""
+    learned runtimes and the runs started lately; the running workloads on the pools' nodes are grouped from the
+    pass's read of the GPU pods, which the reclaim candidates need anyway) and the play of every pool; the naive way
+    plays a pool again for each waiting workload (timed for the first 100 of the busiest pool, then scaled)."""
     from django.utils import timezone
 
     from pools.engine import verdicts as engine
@@ -254,6 +255,8 @@ def estimate_figures(args) -> None:
     }
     waiting = sum(len(workloads) for workloads in by_pool.values())
     print(f"{waiting:,} waiting workloads on {len(judged)} pools")
+
+    live.gpu_pods_on_nodes  # noqa: B018 -- read by the judging pass for the reclaim candidates already
 
     def reads():
         estimates.running_holders(live)
@@ -278,7 +281,7 @@ def estimate_figures(args) -> None:
 
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
     for name, function, iterations in (
-        ("their reads: running workloads on the pools' nodes, learned runtimes", reads, args.iterations),
+        ("their reads: learned runtimes and runs started lately, the holders grouped", reads, args.iterations),
         (f"the play of every pool ({waiting:,} waiting workloads)", play, args.iterations),
         (f"naive: the pool played again for each waiting workload, 100 of {len(by_pool[busiest])}", naive, 1),
     ):
@@ -316,10 +319,10 @@ def main() -> None:
     from accounts.access import SYSTEM
     from pools import selectors
     from pools.models import Pod
-    from pools.selectors import workloads
+    from pools.selectors import verdicts as verdicts_module
 
     if not args.verdicts:
-        workloads.pending_verdicts = lambda **_: {}
+        verdicts_module.pending_verdicts = lambda **_: {}
     started = time.perf_counter()
     if not (args.keep and Pod.objects.exists()):
         build(inventory, args.nodes, args.pods, args.pools)

@@ -138,3 +138,12 @@ def test_rows_table_joins_every_row_with_its_values_unchanged(backends):
         )
         found = [(name, Decimal(str(cpu)), memory, bool(flag)) for name, cpu, memory, flag in cursor.fetchall()]
     assert found == rows[:2]
+
+
+def test_insert_rows_writes_every_value_and_the_defaults_of_what_a_row_leaves_out(backends):
+    small, _ = backends
+    assert bulk.insert_rows(Pod, [{"backend_id": small.pk, **row} for row in ROWS]) == 2
+    assert stored(small) == sorted(tuple(row[column] for column in COLUMNS) for row in ROWS)
+    bulk.insert_rows(Pod, [{"backend_id": small.pk, "namespace": "team-c", "name": "bare"}])
+    bare = Pod.objects.get(backend=small, name="bare")
+    assert (bare.gpu, bare.labels, bare.phase, bare.node_name) == (0, {}, "", "")

@@ -276,7 +276,7 @@ def test_my_projects_shows_the_quota_reports_figures_and_why_each_workload_waits
     verdict = {"reason": "over_fair_share", "checks": [{"reason": "over_fair_share", "message": "above its share"}]}
     monkeypatch.setattr(
         "pools.selectors.membership._pending_verdicts",
-        lambda backend_ids: {(_backend_id(), "runai-vision", "Pod", "vision-wait"): verdict},
+        lambda keys: {(_backend_id(), "runai-vision", "Pod", "vision-wait"): verdict},
     )
     (vision,) = api_client(world["vic"]).get("/api/my/projects/").json()["units"]
     report = {(row["unit"], row["pool"]): row for row in selectors.quota_report(user=SYSTEM)["quotas"]}

@@ -152,7 +152,7 @@ FIGURES = {"free": 3, "largest_free": {"H100": {"gpus": 2, "nodes": ["n1"], "nod
 @pytest.fixture
 def verdicts(monkeypatch):
     """The verdicts of the pending workloads, as ``selectors.verdicts.pending_verdicts`` gives them."""
-    import pools.selectors.workloads as workloads
+    import pools.selectors.verdicts as verdicts
 
     def pending_verdicts(*, backend_ids=None, keys=None):
         found = {}
@@ -168,7 +168,7 @@ def verdicts(monkeypatch):
             }
         return found
 
-    monkeypatch.setattr(workloads, "pending_verdicts", pending_verdicts)
+    monkeypatch.setattr(verdicts, "pending_verdicts", pending_verdicts)
 
 
 def _keyed(rows) -> dict:

@@ -199,8 +199,9 @@ def scheduling_check(waiting_seconds: float, scheduled_message: str) -> Check:
 
 def aged_verdict(verdict: dict, seconds: float, scheduled_message: str) -> dict:
     """A verdict (``Verdict.as_dict``) judged ``seconds`` ago, as judging it now would say it when nothing else
-    changed: its ``scheduling`` check has waited that much longer (``scheduled_message``: its pods' message)."""
-    if seconds <= 0 or not any(check["reason"] == SCHEDULING for check in verdict["checks"]):
+    changed: its ``scheduling`` check has waited that much longer (``scheduled_message``: its pods' message). A
+    verdict has that check only when it is its reason (it is the check of a workload nothing else holds back)."""
+    if seconds <= 0 or verdict["reason"] != SCHEDULING:
         return verdict
     checks = []
     for check in verdict["checks"]:

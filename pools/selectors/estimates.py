@@ -13,8 +13,7 @@ import statistics
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from django.db.models import Q, Sum
-from django.db.models.fields.json import KT
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.access import visible
@@ -24,9 +23,7 @@ from ..engine.errors import DurationError
 from ..engine.permissions import VIEW_POOL
 from ..engine.quantities import parse_duration
 from ..models import Pool, StartEstimate, WorkloadRun
-from .quotas import QUEUE_LABEL
 
-TERMINATED = ("Succeeded", "Failed")
 # Runtimes are learned from the runs finished over this long.
 LEARNED_OVER = timedelta(days=30)
 # How often each project's workloads of each kind come is learned from the runs started over this long.
@@ -94,18 +91,10 @@ def pool_cap(pool: Pool) -> float | None:
 
 def running_holders(live) -> dict[int, list[tuple[int, tuple, str, str | None, float, dict[str, int]]]]:
     """Per pool of ``live``: every workload holding GPUs on its nodes, as (backend id, its key (backend id,
-    namespace, kind, name), kind, project, started, {node: whole GPUs}). One query, grouped by workload and node."""
-    rows = (
-        live.pods()
-        .exclude(node_name="")
-        .exclude(phase__in=TERMINATED)
-        .filter(gpu__gt=0)
-        .values("backend_id", "namespace", "workload_kind", "workload_name", "node_name", "started")
-        .annotate(queue=KT(f"labels__{QUEUE_LABEL}"), gpus=Sum("gpu"))
-        .order_by()
-    )
+    namespace, kind, name), kind, project, started, {node: whole GPUs}), from the judging pass's read of the GPU pods
+    on nodes (``gpu_pods_on_nodes``)."""
     jobs: dict[tuple, dict] = {}
-    for row in rows:
+    for row in live.gpu_pods_on_nodes:
         pools = live.pools_of_node.get((row["backend_id"], row["node_name"]))
         if not pools:
             continue
@@ -116,8 +105,8 @@ def running_holders(live) -> dict[int, list[tuple[int, tuple, str, str | None, f
             job["project"] = live.project_of(row["namespace"], row["queue"])
         job["pools"].update(pools)
         job["nodes"][row["node_name"]] = job["nodes"].get(row["node_name"], 0) + engine.whole_gpus(row["gpus"])
-        if row["started"] is not None and (job["started"] is None or row["started"] < job["started"]):
-            job["started"] = row["started"]
+        if row["earliest"] is not None and (job["started"] is None or row["earliest"] < job["started"]):
+            job["started"] = row["earliest"]
     found: dict[int, list] = {}
     now = live.now.timestamp()
     for key, job in jobs.items():

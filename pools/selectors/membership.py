@@ -114,15 +114,15 @@ def has_units(user) -> bool:
     return bool(units_of(user))
 
 
-def _pending_verdicts(backend_ids: set[int]) -> dict:
-    """Why each pending workload of these backends waits (SEMANTICS §10), where the console decides it yet."""
-    if not backend_ids:
+def _pending_verdicts(keys: list[tuple]) -> dict:
+    """Why each of these pending workloads waits (SEMANTICS §10), where the console decides it yet."""
+    if not keys:
         return {}
     try:
-        from .verdicts import pending_verdicts
+        from .verdicts import verdicts_of
     except ImportError:
         return {}
-    return pending_verdicts(backend_ids=sorted(backend_ids))
+    return verdicts_of(keys)
 
 
 def _pending_workloads(projects: dict[str, list[str]], every_project: list[str]) -> dict[str, list[dict]]:
@@ -154,7 +154,9 @@ def _pending_workloads(projects: dict[str, list[str]], every_project: list[str])
         .order_by("since", "namespace", "workload_name")
     )
     owner = {namespace: project for project, namespaces in projects.items() for namespace in namespaces}
-    verdicts = _pending_verdicts({row["backend_id"] for row in rows})
+    verdicts = _pending_verdicts(
+        [(row["backend_id"], row["namespace"], row["workload_kind"], row["workload_name"]) for row in rows]
+    )
     found: dict[str, list[dict]] = {}
     for row in rows:
         project = row["queue"] if row["queue"] in projects else owner.get(row["namespace"])

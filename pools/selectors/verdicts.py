@@ -10,7 +10,7 @@ pending workloads in one pass. ``pool_waiting_summary`` is the pool page's line,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -197,18 +197,36 @@ class _Live:
             nodes[pool_id].append(state)
         return nodes
 
-    def _running(self) -> dict[int, list[engine.RunningJob]]:
-        """Each pool's preemptible running GPU workloads, grouped by workload and node. One query."""
-        rows = (
+    @cached_property
+    def gpu_pods_on_nodes(self) -> list[dict]:
+        """The GPU pods bound to a node and not ended, grouped by workload, node, priority class and whether they may
+        be preempted, with their ``runai/queue`` label, their GPUs and their earliest and latest start: what the reclaim
+        candidates (``running``) and the start estimates' holders (``holders``) are built from. One query."""
+        return list(
             self.pods()
-            .filter(~Q(node_name=""), preemptible=True, gpu__gt=0)
+            .filter(~Q(node_name=""), gpu__gt=0)
             .exclude(phase__in=TERMINATED)
-            .values("backend_id", "namespace", "workload_kind", "workload_name", "node_name", "priority_class")
-            .annotate(queue=KT(f"labels__{QUEUE_LABEL}"), gpus=Sum("gpu"), started=Max("started"))
+            .values(
+                "backend_id",
+                "namespace",
+                "workload_kind",
+                "workload_name",
+                "node_name",
+                "priority_class",
+                "preemptible",
+            )
+            .annotate(
+                queue=KT(f"labels__{QUEUE_LABEL}"), gpus=Sum("gpu"), earliest=Min("started"), latest=Max("started")
+            )
             .order_by()
         )
+
+    def _running(self) -> dict[int, list[engine.RunningJob]]:
+        """Each pool's preemptible running GPU workloads, grouped by workload and node."""
         jobs: dict[tuple, dict] = {}
-        for row in rows:
+        for row in self.gpu_pods_on_nodes:
+            if not row["preemptible"]:
+                continue
             pools = self.pools_of_node.get((row["backend_id"], row["node_name"]))
             project = self.project_of(row["namespace"], row["queue"])
             if not pools or project is None:
@@ -222,8 +240,8 @@ class _Live:
                 job["nodes"][row["node_name"]] = job["nodes"].get(row["node_name"], ZERO) + gpus
                 job["gpus"] += gpus
                 job["priority"] = PRIORITY_CLASSES.get(row["priority_class"], DEFAULT_PRIORITY)
-                if row["started"] is not None:
-                    job["started"] = max(job["started"], row["started"].timestamp())
+                if row["latest"] is not None:
+                    job["started"] = max(job["started"], row["latest"].timestamp())
         running: dict[int, list[engine.RunningJob]] = {pool_id: [] for pool_id in self.pools}
         for (pool_id, _, namespace, kind, name), job in jobs.items():
             running[pool_id].append(
@@ -639,6 +657,23 @@ def pending_verdicts(*, backend_ids=None, keys: Iterable[WorkloadKey] | None = N
     """
     found, _ = _verdicts(backend_ids=backend_ids, keys=keys)
     return found
+
+
+# Up to this many pending workloads are judged by their keys, reading only their pools' state; more (a whole list)
+# are judged with every pool of their backends, which costs less than thousands of keys.
+KEYED_VERDICTS = 500
+
+
+def verdicts_of(keys: Collection[WorkloadKey]) -> dict[WorkloadKey, dict]:
+    """``pending_verdicts`` of the workloads ``keys`` (those of them that wait): by their keys when they are few (a
+    page of a list, a researcher's own), else with every pool of their backends (a whole list, an export)."""
+    if not keys:
+        return {}
+    if len(keys) > KEYED_VERDICTS:
+        found = pending_verdicts(backend_ids=sorted({key[0] for key in keys}))
+    else:
+        found = pending_verdicts(keys=keys)
+    return {key: found[key] for key in keys if key in found}
 
 
 def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tuple[str, str], int]:

@@ -60,13 +60,10 @@ from pools.engine.workloads import (
 from ..models import Backend, NodeMembership, Pod, Pool, Project, WorkloadSums
 from .membership import projects_of
 from .quotas import QUEUE_LABEL
-from .verdicts import pending_verdicts
+from .verdicts import verdicts_of
 from .workload_keys import workload_key_condition
 
 TERMINATED = ("Succeeded", "Failed")
-# Up to this many pending workloads are judged by their keys, reading only their pools' state; more (a whole list)
-# are judged with every pool of their backends, which costs less than thousands of keys.
-KEYED_VERDICTS = 500
 # The memory PostgreSQL may give one grouping of the pods (``work_mem``; a hash takes twice that): 150,000 pods in
 # 120,000 workloads need about 120 MB, and with the default 4 MB the groups are sorted on disk, five times slower.
 GROUPING_MEMORY = "128MB"
@@ -331,11 +328,8 @@ class WorkloadRows(Sequence):
         (a reason filter, an export) with every pool of their backends."""
         if not keys or not self._judged:
             return {}
-        if len(keys) > KEYED_VERDICTS:
-            found = pending_verdicts(backend_ids=sorted({key[0] for key in keys}))
-        else:
-            found = pending_verdicts(keys=keys)
-        self.verdicts.update((key, found[key]) for key in keys if key in found)
+        found = verdicts_of(keys)
+        self.verdicts.update(found)
         return found
 
     def _rows(self, groups: list[dict]) -> list[dict]:

@@ -8,6 +8,7 @@ several times faster than Django's multi-row INSERTs; other databases use ``bulk
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from contextlib import ExitStack
 from decimal import Decimal
 from operator import itemgetter
@@ -145,6 +146,18 @@ def rows_table(name: str, columns: dict[str, str], rows: list[tuple]) -> tuple[s
         return f"WITH {name} ({names}) AS (SELECT * FROM unnest({arrays}))", [list(c) for c in zip(*rows, strict=True)]
     row = "(" + ", ".join(f"CAST(%s AS {_ROW_TYPES[kind][1]})" for kind in columns.values()) + ")"
     return f"WITH {name} ({names}) AS (VALUES {', '.join([row] * len(rows))})", [v for r in rows for v in r]
+
+
+def insert_rows(model: type[models.Model], rows: Iterable[dict]) -> int:
+    """Insert ``rows`` (field name -> value, foreign keys as ``<name>_id``; a field left out takes its default), none
+    of which exists yet: COPYed straight into the table on PostgreSQL, ``bulk_create`` elsewhere. How many."""
+    if connection.vendor != "postgresql":
+        return len(model.objects.bulk_create([model(**row) for row in rows], batch_size=1000))
+    with RowStream(model, unique_fields=[], update_fields=[], new=True) as stream:
+        for row in rows:
+            stream.add(row)
+        stream.end()
+    return stream.count
 
 
 class RowStream:

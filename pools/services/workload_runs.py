@@ -10,6 +10,7 @@ dropped. ``start_estimates_keep`` records the estimates of a verdict round that 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from django.db import transaction
 from django.db.models import F, Min
@@ -97,8 +98,19 @@ def workload_runs_record(*, at: datetime | None = None) -> dict:
 
 
 def start_estimates_keep(rows: list[StartEstimate]) -> int:
-    """Record these estimates where their workload has none open yet: an estimate is measured as first made."""
-    return len(StartEstimate.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True))
+    """Record these estimates where their workload has none open yet: an estimate is measured as first made. The
+    open ones are read first, so a round whose workloads were all estimated before writes nothing; one recorded by
+    another round meanwhile is left as it is. How many were new."""
+    if not rows:
+        return 0
+    key = attrgetter("backend_id", "namespace", "workload_kind", "workload_name")
+    recorded = set(
+        StartEstimate.objects.filter(backend_id__in={row.backend_id for row in rows}, started__isnull=True)
+        .order_by()
+        .values_list("backend_id", "namespace", "workload_kind", "workload_name")
+    )
+    new = [row for row in rows if key(row) not in recorded]
+    return len(StartEstimate.objects.bulk_create(new, batch_size=1000, ignore_conflicts=True))
 
 
 def workload_runs_compact(*, now: datetime | None = None) -> int:

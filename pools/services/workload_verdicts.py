@@ -18,6 +18,7 @@ from django.utils import timezone
 from pools import selectors
 from pools.models import Backend, ConfigRevision, StartEstimate, VerdictRound, WorkloadSums, WorkloadVerdict
 
+from . import bulk
 from .workload_runs import start_estimates_keep
 
 logger = logging.getLogger(__name__)
@@ -36,36 +37,36 @@ def workload_verdicts_keep(*, backend: Backend) -> dict:
     """
     started, clock = timezone.now(), time.monotonic()
     revision = ConfigRevision.objects.aggregate(newest=Max("id"))["newest"] or 0
-    waiting = set(
+    # The waiting workloads, and those of them some of whose pods run already: one read.
+    waiting, running = set(), set()
+    for *key, pods_running in (
         WorkloadSums.objects.filter(backend=backend, pending__gt=0)
         .order_by()
-        .values_list("namespace", "workload_kind", "workload_name")
-    )
+        .values_list("namespace", "workload_kind", "workload_name", "running")
+    ):
+        waiting.add(tuple(key))
+        if pods_running > 0:
+            running.add(tuple(key))
     found, where = selectors.judged_verdicts(backend.pk)
     rows = [
-        WorkloadVerdict(
-            backend_id=backend.pk,
-            namespace=key[1],
-            workload_kind=key[2],
-            workload_name=key[3],
-            pool_id=where[key][0],
-            gpus=where[key][1],
-            scheduled_message=where[key][2],
-            reason=verdict["reason"],
-            verdict=verdict,
-        )
+        {
+            "backend_id": backend.pk,
+            "namespace": key[1],
+            "workload_kind": key[2],
+            "workload_name": key[3],
+            "pool_id": where[key][0],
+            "gpus": where[key][1],
+            "scheduled_message": where[key][2],
+            "reason": verdict["reason"],
+            "verdict": verdict,
+        }
         for key, verdict in found.items()
     ]
     rows += [
-        WorkloadVerdict(backend_id=backend.pk, namespace=namespace, workload_kind=kind, workload_name=name, reason="")
+        {"backend_id": backend.pk, "namespace": namespace, "workload_kind": kind, "workload_name": name, "reason": ""}
         for namespace, kind, name in waiting - {key[1:] for key in found}
     ]
     # Each start estimate as first made (SEMANTICS §10.1), of the workloads none of whose pods runs yet.
-    running = set(
-        WorkloadSums.objects.filter(backend=backend, pending__gt=0, running__gt=0)
-        .order_by()
-        .values_list("namespace", "workload_kind", "workload_name")
-    )
     estimates = [
         StartEstimate(
             backend_id=backend.pk,
@@ -85,7 +86,7 @@ def workload_verdicts_keep(*, backend: Backend) -> dict:
         # One round at a time per backend (a watch's and a sync's): the backend's row, as its other writers lock it.
         list(Backend.objects.select_for_update(no_key=True).filter(pk=backend.pk).values_list("pk"))
         WorkloadVerdict.objects.filter(backend=backend).delete()
-        WorkloadVerdict.objects.bulk_create(rows, batch_size=1000)
+        bulk.insert_rows(WorkloadVerdict, rows)
         start_estimates_keep(estimates)
         VerdictRound.objects.update_or_create(
             backend=backend,
