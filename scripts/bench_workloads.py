@@ -13,9 +13,10 @@ for a superuser:
   are their own benchmark);
 - the naive way: every pod read into Python and grouped there, for the pending rows; checked to find the same
   number of pending workloads;
-- with ``--verdicts``, also ``selectors.pending_verdicts()`` for every pending workload, and how the verdicts move
-  with watch events: three times, the running pods of a full node of a pool where a workload waits for capacity are
-  deleted through ``watch_events_apply``, the backend judged and kept again as its watch does
+- with ``--verdicts``, also ``selectors.pending_verdicts()`` for every pending workload, their counts by pool and
+  reason as ``/metrics`` reads them, and how the verdicts move with watch events: three times, the running pods of a
+  full node of a pool where a workload waits for capacity are deleted through ``watch_events_apply``, the backend
+  judged and kept again as its watch does
   (``services.workload_verdicts_keep``), then its verdicts are read (the database it leaves has those pods gone:
   build it again for the figures of the other cases). The cases are timed twice: judged live (no round kept, as
   without a worker), then read from the worker's round, whose own cost is timed between.
@@ -358,7 +359,13 @@ def main() -> None:
         ("naive: every pod grouped in Python", naive_pending),
     ]
     if args.verdicts:
-        cases.insert(3, ("selectors.pending_verdicts() (every pending workload)", lambda: selectors.pending_verdicts()))
+        cases[3:3] = [
+            ("selectors.pending_verdicts() (every pending workload)", lambda: selectors.pending_verdicts()),
+            (
+                "pending workloads by pool and reason (/metrics' counts, pending_workload_counts)",
+                lambda: verdicts_module.pending_workload_counts(),
+            ),
+        ]
     from django.utils import timezone
 
     from pools import services
@@ -370,6 +377,7 @@ def main() -> None:
     def measure(cases, before=lambda: None):
         for name, function in cases:
             iterations = 1 if name.startswith("naive") else args.iterations
+            Backend.objects.update(last_heartbeat=timezone.now())  # still online, however long the cases took
             before()
             figures = timed(function, args.runs, iterations)
             with CaptureQueriesContext(connection) as captured:
@@ -387,6 +395,7 @@ def main() -> None:
         print("judged live, as without a worker (no round kept):")
     measure(cases)
     if args.verdicts:
+        Backend.objects.update(last_heartbeat=timezone.now())
         live = selectors.pending_verdicts()
         figures = timed(lambda: services.workload_verdicts_keep(backend=bench), args.runs, 1)
         print(

@@ -571,11 +571,16 @@ def _fresh_backends(backend_ids: Iterable[int] | None) -> dict[int, datetime]:
 
 
 def _kept(
-    fresh: dict[int, datetime], *, keys: set[WorkloadKey] | None = None, pool: Pool | None = None
+    fresh: dict[int, datetime],
+    *,
+    keys: set[WorkloadKey] | None = None,
+    pool: Pool | None = None,
+    reasons_only: bool = False,
 ) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]], set[WorkloadKey]]:
     """The kept verdicts of the workloads that still wait on the backends ``fresh`` (only ``keys``, or only those
     on ``pool``), aged to now, their pools and GPUs, and the waiting workloads the round did not judge (new since):
-    two queries, each joining the other table (``WorkloadSums`` says which workloads still wait)."""
+    two queries, each joining the other table (``WorkloadSums`` says which workloads still wait). With
+    ``reasons_only`` each verdict is only its ``reason`` (read from its column: nothing decoded, nothing aged)."""
     key_fields = ("backend_id", "namespace", "workload_kind", "workload_name")
     same = {field: OuterRef(field) for field in key_fields}
     waiting = WorkloadSums.objects.filter(backend_id__in=list(fresh), pending__gt=0)
@@ -591,23 +596,31 @@ def _kept(
     ages = {backend_id: (now - judged_at).total_seconds() for backend_id, judged_at in fresh.items()}
     found: dict[WorkloadKey, dict] = {}
     where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
-    for *key, pool_id, gpus, verdict, said in verdicts.order_by().values_list(
-        *key_fields, "pool_id", "gpus", "verdict", "scheduled_message"
-    ):
+    if reasons_only:
+        rows = verdicts.order_by().values_list(*key_fields, "pool_id", "gpus", "reason", "scheduled_message")
+    else:
+        rows = verdicts.order_by().values_list(*key_fields, "pool_id", "gpus", "verdict", "scheduled_message")
+    for *key, pool_id, gpus, verdict, said in rows:
         key = tuple(key)
         if keys is None or key in keys:
-            found[key] = engine.aged_verdict(verdict, ages[key[0]], said)
+            found[key] = {"reason": verdict} if reasons_only else engine.aged_verdict(verdict, ages[key[0]], said)
             where[key] = (pool_id, _decimal(gpus))
     unjudged = set(new.order_by().values_list(*key_fields))
     return found, where, unjudged if keys is None else unjudged & keys
 
 
 def _verdicts(
-    *, backend_ids=None, keys: Iterable[WorkloadKey] | None = None, pool: Pool | None = None, quota_rows=None
+    *,
+    backend_ids=None,
+    keys: Iterable[WorkloadKey] | None = None,
+    pool: Pool | None = None,
+    quota_rows=None,
+    reasons_only: bool = False,
 ) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
     """The verdicts (and each one's pool id and GPUs asked) of the pending workloads of ``backend_ids`` (None: every
     backend), or of ``keys``, or of those waiting on ``pool``: kept ones where the worker's round is fresh, the
-    workloads it did not judge (new since) judged by their keys, and every backend without a fresh round live."""
+    workloads it did not judge (new since) judged by their keys, and every backend without a fresh round live.
+    ``reasons_only``: a caller that reads only each verdict's ``reason`` (counts) gets the kept ones undecoded."""
     if pool is not None:
         backend_ids = [pool.backend_id]
     if keys is not None:
@@ -619,7 +632,7 @@ def _verdicts(
     new: set[WorkloadKey] = set()
     if fresh:
         mine = None if keys is None else {key for key in keys if key[0] in fresh}
-        found, where, new = _kept(fresh, keys=mine, pool=pool)
+        found, where, new = _kept(fresh, keys=mine, pool=pool, reasons_only=reasons_only)
     if new:
         more, more_where = _judged_live(_Live(keys=new))
         found.update(more)
@@ -679,7 +692,7 @@ def verdicts_of(keys: Collection[WorkloadKey]) -> dict[WorkloadKey, dict]:
 def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tuple[str, str], int]:
     """Pending workloads per (pool, reason), for ``/metrics``; workloads of no pool are left out. ``quota_rows`` are
     ``quota_report``'s rows for every unit and pool when the caller has them already (a scrape reads them once)."""
-    found, where = _verdicts(quota_rows=quota_rows)
+    found, where = _verdicts(quota_rows=quota_rows, reasons_only=True)
     names = dict(Pool.objects.values_list("id", "name"))
     counts: Counter = Counter()
     for key, verdict in found.items():
@@ -692,7 +705,7 @@ def pending_workload_counts(*, quota_rows: list[dict] | None = None) -> dict[tup
 def pool_waiting_summary(pool: Pool) -> dict:
     """The pool page's line: how many workloads wait on ``pool``, the GPUs they ask, and how many for each reason
     (most first): ``{"workloads", "gpus", "reasons": [(reason, count)], "text"}``."""
-    found, where = _verdicts(pool=pool)
+    found, where = _verdicts(pool=pool, reasons_only=True)
     mine = [key for key, (pool_id, _) in where.items() if pool_id == pool.pk]
     gpus = sum((where[key][1] for key in mine), ZERO)
     reasons = Counter(found[key]["reason"] for key in mine)
