@@ -55,6 +55,12 @@ def test_a_round_keeps_every_verdict_and_the_doors_read_it(lab, monkeypatch):  #
     kept.verdict = {**kept.verdict, "checks": [{"reason": "never_fits", "message": "kept", "figures": {}}]}
     kept.save()
     assert by_name(pending_verdicts())["vision-huge"]["checks"][0]["message"] == "kept"
+    # The counts read the kept row's reason column: changed by hand, it shows there too.
+    WorkloadVerdict.objects.filter(workload_name="vision-huge").update(reason="project_limit")
+    assert pending_workload_counts()["p", "project_limit"] == counts.get(("p", "project_limit"), 0) + 1
+    assert dict(pool_waiting_summary(Pool.objects.get(name="p"))["reasons"]).get("never_fits", 0) == (
+        dict(summary["reasons"]).get("never_fits", 0) - 1
+    )
 
 
 def test_a_kept_verdict_waits_on_as_the_clock_goes(lab):  # noqa: F811

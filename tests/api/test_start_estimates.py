@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from kube_objects import node, pod
-from people import person, role
+from people import person, role, run_poolctl, signed_in
 
 from accounts.access import SYSTEM
 from pools import selectors, services
@@ -253,3 +253,16 @@ def test_a_reader_of_another_pool_sees_neither_estimates_nor_accuracy(lab, clien
     assert api.get("/api/workloads/lab/runai-vision/next/").status_code == 404
     assert all(row["name"] != "next" for row in api.get("/api/workloads/").json()["results"])
     assert selectors.estimate_accuracy(user=outsider) == []
+    # Through every other door, as if it did not exist: the pages, the export, poolctl.
+    browser = signed_in(outsider)
+    assert browser.get("/workloads/lab/runai-vision/next/").status_code == 404
+    assert browser.get("/workloads/lab/runai-vision/no-such-workload/").status_code == 404
+    assert browser.get("/pools/a100/").status_code == browser.get("/pools/no-such-pool/").status_code == 404
+    exported = browser.get("/workloads/", {"format": "json"}).json()
+    assert all(row["name"] != "next" for row in exported)
+    listed = run_poolctl("--as", "outsider", "get", "workloads")
+    assert "next" not in listed.out
+    hidden = run_poolctl("--as", "outsider", "describe", "workload", "runai-vision/next")
+    missing = run_poolctl("--as", "outsider", "describe", "workload", "runai-vision/no-such-workload")
+    assert hidden.code == missing.code != 0
+    assert hidden.err.replace("next", "X") == missing.err.replace("no-such-workload", "X")
