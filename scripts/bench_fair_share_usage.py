@@ -21,7 +21,6 @@ the SQL query count, the history's size on disk (PostgreSQL) and the load averag
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_node_pools import loadavg, setup_django, timed  # noqa: E402
+from bench_node_pools import report, setup_django  # noqa: E402
 
 DEPARTMENTS, PROJECTS_PER_DEPARTMENT = 50, 10
 CAPACITY = 800.0
@@ -138,15 +137,7 @@ def main() -> None:
         ("one minute recorded and folded into the sums", record_one),
         ("naive: one minute recorded, the sums counted again", record_counting_again),
     ]
-    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
-    for name, function in cases:
-        iterations = 1 if name.startswith("naive") else args.iterations
-        figures = timed(function, args.runs, iterations)
-        print(
-            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
-            f"{args.runs}x{iterations}), {figures['queries']} SQL queries"
-        )
-    print(f"load average after: {loadavg()}")
+    report(cases, args.runs, args.iterations)
 
 
 def _with_usage(queues, usage):

@@ -160,6 +160,20 @@ def timed(function, runs: int, iterations: int) -> dict:
     return {"median": statistics.median(medians), "low": min(medians), "high": max(medians), "queries": queries}
 
 
+def report(cases, runs: int, iterations: int, naive_iterations: int = 1) -> None:
+    """Time each (name, function) of ``cases`` (``timed``; a "naive" one ``naive_iterations`` calls a run) and print
+    its figures, between the machine's load before and after."""
+    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
+    for name, function in cases:
+        calls = naive_iterations if name.startswith("naive") else iterations
+        figures = timed(function, runs, calls)
+        print(
+            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
+            f"{runs}x{calls}), {figures['queries']} SQL queries"
+        )
+    print(f"load average after: {loadavg()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -172,6 +186,11 @@ def main() -> None:
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
+    from django.test.utils import override_settings
+
+    # Pages link static files by their plain names: the hashed ones exist only after ``collectstatic``.
+    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}).enable()
 
     from accounts.access import SYSTEM
     from pools import selectors
@@ -217,15 +236,7 @@ def main() -> None:
         ("selectors.node_pool_list", lambda: selectors.node_pool_list(user=user)),
         ("naive (2 queries per pool)", naive_node_pool_numbers),
     ]
-    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
-    for name, function in cases:
-        iterations = max(1, args.iterations // 3) if name.startswith("naive") else args.iterations
-        figures = timed(function, args.runs, iterations)
-        print(
-            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
-            f"{args.runs}x{iterations}), {figures['queries']} SQL queries"
-        )
-    print(f"load average after: {loadavg()}")
+    report(cases, args.runs, args.iterations, naive_iterations=max(1, args.iterations // 3))
 
 
 if __name__ == "__main__":

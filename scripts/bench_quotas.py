@@ -21,7 +21,6 @@ the SQL query count and the load average before and after.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from decimal import Decimal
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_node_pools import ListSource, loadavg, setup_django, timed  # noqa: E402
+from bench_node_pools import ListSource, report, setup_django  # noqa: E402
 
 DEPARTMENTS, PROJECTS_PER_DEPARTMENT = 50, 10
 
@@ -168,15 +167,7 @@ def main() -> None:
         ("fair_shares, one pool (550 units)", lambda: fairshare.fair_shares(800, one_pool)),
         ("naive: one query per project", naive_usage),
     ]
-    print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)")
-    for name, function in cases:
-        iterations = 1 if name.startswith("naive") else args.iterations
-        figures = timed(function, args.runs, iterations)
-        print(
-            f"  {name}: median {figures['median']:.1f} ms (runs {figures['low']:.1f}-{figures['high']:.1f} ms, "
-            f"{args.runs}x{iterations}), {figures['queries']} SQL queries"
-        )
-    print(f"load average after: {loadavg()}")
+    report(cases, args.runs, args.iterations)
 
 
 if __name__ == "__main__":
