@@ -538,6 +538,9 @@ class WorkloadVerdict(models.Model):
     scheduled_message = models.CharField(
         max_length=1000, blank=True, help_text="its pods' PodScheduled message, which the verdict quotes as it ages"
     )
+    judged_at = models.DateTimeField(
+        null=True, blank=True, help_text="when it was judged (none: with its backend's round), which it is aged from"
+    )
 
     objects = querysets.FleetInternalsQuerySet.as_manager()
 

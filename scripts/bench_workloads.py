@@ -15,9 +15,10 @@ for a superuser:
   number of pending workloads;
 - with ``--verdicts``, also ``selectors.pending_verdicts()`` for every pending workload, their counts by pool and
   reason as ``/metrics`` reads them, and how the verdicts move with watch events: three times, the running pods of a
-  full node of a pool where a workload waits for capacity are deleted through ``watch_events_apply``, the backend
-  judged and kept again as its watch does
-  (``services.workload_verdicts_keep``), then its verdicts are read (the database it leaves has those pods gone:
+  full node of a pool where a workload waits for capacity are deleted through ``watch_events_apply``, the pools of
+  that node judged and kept again as the watch's judging thread does at once
+  (``services.workload_verdicts_keep(pool_ids=...)``), then its verdicts are read and compared with a whole round's
+  judgement (the database it leaves has those pods gone:
   build it again for the figures of the other cases). The cases are timed twice: judged live (no round kept, as
   without a worker), then read from the worker's round, whose own cost is timed between.
 
@@ -162,24 +163,32 @@ def freed_node_moves_verdicts(rounds: int) -> list[dict]:
             WatchEvent("DELETED", "pods", {"metadata": {"namespace": p["namespace"], "name": p["name"]}}) for p in pods
         ]
         started = time.perf_counter()
-        services.watch_events_apply(backend=backend, events=events, trusted_versions=False)
+        counts = services.watch_events_apply(backend=backend, events=events, trusted_versions=False)
         applied = time.perf_counter()
-        services.workload_verdicts_keep(backend=backend)  # what the watch does after its batch
+        # What the watch's judging thread does after the batch: the pools of the nodes it changed, judged and kept.
+        pool_ids = selectors.pools_of_nodes(backend.pk, counts["gpu_nodes"])
+        services.workload_verdicts_keep(backend=backend, pool_ids=pool_ids)
         judged = time.perf_counter()
         after = selectors.pending_verdicts(backend_ids=[backend.pk])
         read = time.perf_counter()
         changed = sum(1 for key, verdict in after.items() if _judged(before.get(key)) != _judged(verdict))
+        # The same verdicts as a whole round judging the backend now gives.
+        whole = selectors.judged_verdicts(backend.pk)[0]
+        differ = sum(1 for key, verdict in whole.items() if _judged(after.get(key)) != _judged(verdict))
         rounds_done.append(
             {
                 "pool": pool,
                 "node": node.name,
                 "pods": len(pods),
+                "pools": len(pool_ids),
                 "apply_ms": (applied - started) * 1000,
                 "verdicts_ms": (judged - applied) * 1000,
                 "read_ms": (read - judged) * 1000,
                 "changed": changed,
+                "differ": differ,
             }
         )
+        services.workload_verdicts_keep(backend=backend)  # the whole round the watch keeps after it
     return rounds_done
 
 
@@ -412,12 +421,17 @@ def main() -> None:
             before=lambda: services.workload_verdicts_keep(backend=bench),  # fresh for each case, as a watch keeps it
         )
     if args.verdicts:
-        print("a node freed by watch events (its running pods deleted), then the backend's verdicts read again:")
+        print(
+            "a node freed by watch events (its running pods deleted), its pools judged again and kept (as the watch's "
+            "judging thread does at once), then the backend's verdicts read again:"
+        )
+        services.workload_verdicts_keep(backend=bench)
         for done in freed_node_moves_verdicts(3):
             print(
                 f"  pool {done['pool']}, node {done['node']} ({done['pods']} pods): applied in "
-                f"{done['apply_ms']:.1f} ms, judged and kept in {done['verdicts_ms']:.1f} ms, read in "
-                f"{done['read_ms']:.1f} ms, {done['changed']} verdicts changed"
+                f"{done['apply_ms']:.1f} ms, its {done['pools']} pool(s) judged and kept in {done['verdicts_ms']:.1f} "
+                f"ms, read in {done['read_ms']:.1f} ms; {done['changed']} verdicts changed, {done['differ']} differ "
+                f"from a whole round's"
             )
     print(f"load average after: {loadavg()}")
 

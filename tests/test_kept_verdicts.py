@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 import test_workloads as workload_tests
 from django.utils import timezone
 from kube_objects import pod
 from test_pending_verdicts import lab  # noqa: F401 (the fixture)
 from test_workloads import estate  # noqa: F401 (the fixture)
 
-from pools import services
+from pools import selectors, services
 from pools.choices import ConfigType
 from pools.inventory.sources import WatchEvent
 from pools.models import Backend, Pool, VerdictRound, WorkloadVerdict
@@ -123,23 +122,44 @@ def test_workloads_new_since_the_round_are_judged_and_those_started_are_dropped(
     assert summary["workloads"] == 4 and summary["gpus"] == 8 + 2 + 16 + 16  # "stray" is of no pool
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_watch_judges_again_after_its_batches(actor):
-    """A simulated fleet's watch streams its events; within its run the backend gets a fresh round of verdicts."""
-    services.config_apply(
-        changes={ConfigType.BACKEND: {"sim": {"kind": "simulated", "seed": 3, "size": 30}}}, actor=actor
+def test_a_freed_node_has_its_pools_judged_again_without_the_rest_of_the_round(lab):  # noqa: F811
+    """nlp's job ends on n1: the verdicts of pool p's workloads, judged again alone, are what judging the whole
+    backend now gives; the round keeps its stamp (its other rows are as old as it is)."""
+    services.workload_verdicts_keep(backend=lab)
+    stamp = VerdictRound.objects.get(backend=lab).judged_at
+    before = by_name(pending_verdicts())
+    assert before["vision-train"]["reason"] == "reclaim" and before["nlp-more"]["reason"] == "project_limit"
+    counts = services.watch_events_apply(
+        backend=lab, events=[event("pods", pod("nlp-sweep", node="n1", gpu=8, namespace="nlp", pool="p"), "DELETED")]
     )
-    backend = Backend.objects.get(name="sim")
-    services.backend_sync(backend=backend)
-    assert not VerdictRound.objects.filter(backend=backend).exists()
-    services.backend_watch_for(backend=backend, seconds=7)  # past a tick of the simulated fleet (5 s)
-    kept = VerdictRound.objects.get(backend=backend)
-    assert timezone.now() - kept.judged_at < timedelta(seconds=7)
-    assert kept.workloads == WorkloadVerdict.objects.filter(backend=backend).exclude(reason="").count()
+    assert counts["gpu_nodes"] == {"n1"}
+    pools = selectors.pools_of_nodes(lab.pk, counts["gpu_nodes"])
+    assert pools == {Pool.objects.get(name="p").pk}
+    assert selectors.verdict_round_fresh(lab.pk)
+    services.workload_verdicts_keep(backend=lab, pool_ids=pools)
+    assert VerdictRound.objects.get(backend=lab).judged_at == stamp
+    kept = by_name(pending_verdicts())
+    live = by_name(verdicts_selectors._judged_live(verdicts_selectors._Live([lab.pk]))[0])
+    assert kept == live
+    assert kept["vision-train"]["reason"] != "reclaim" and kept["nlp-more"]["reason"] != "project_limit"
+    # Read from the rows just kept, each stamped with its own time: changed by hand, they show.
+    assert WorkloadVerdict.objects.filter(pool__name="p", judged_at__gt=stamp).count() == 4
+    WorkloadVerdict.objects.filter(workload_name="nlp-more").update(verdict=STALE)
+    assert by_name(pending_verdicts())["nlp-more"] == STALE
+
+
+def test_a_judgement_older_than_the_round_kept_meanwhile_is_dropped(lab):  # noqa: F811
+    services.workload_verdicts_keep(backend=lab)
+    WorkloadVerdict.objects.filter(workload_name="nlp-more").update(verdict=STALE)
+    VerdictRound.objects.update(judged_at=timezone.now() + timedelta(seconds=5))  # a round that began after this one
+    pools = {Pool.objects.get(name="p").pk}
+    assert services.workload_verdicts_keep(backend=lab, pool_ids=pools)["kept"] is False
+    assert services.workload_verdicts_keep(backend=lab)["kept"] is False
+    assert WorkloadVerdict.objects.get(workload_name="nlp-more").verdict == STALE
 
 
 def test_a_round_that_cannot_be_judged_leaves_the_watch_going(lab, monkeypatch, caplog):  # noqa: F811
-    def broken(backend_id):
+    def broken(backend_id, pool_ids=None):
         raise RuntimeError("the database went away")
 
     monkeypatch.setattr(verdicts_selectors, "judged_verdicts", broken)
@@ -158,3 +178,25 @@ def test_with_a_round_kept_the_doors_still_show_each_user_only_what_they_may_see
     assert VerdictRound.objects.filter(backend__name="test-cluster", workloads__gt=0).exists()
     workload_tests.test_a_user_manager_sees_no_workload_through_any_door(db, estate)
     workload_tests.test_a_workload_of_a_pool_one_may_not_see_does_not_exist_for_them(db, estate)
+
+
+def test_a_workload_waiting_on_two_pools_waits_on_the_first_by_name_whichever_pools_are_judged(lab, actor):  # noqa: F811
+    """A gang whose pods name two pools is one workload of one pool, the first by name: judged with every pool, with
+    one pool (the pool page's line) or with the pools a watch batch touched."""
+    services.config_apply(changes={ConfigType.POOL: {"a-pool": {"backend": "lab"}}}, actor=actor)
+    gang = {"pod-group-name": "split"}
+    services.watch_events_apply(
+        backend=lab,
+        events=[
+            event("pods", pod("split-1", gpu=1, namespace="vision", pool="p", phase="Pending", annotations=gang)),
+            event("pods", pod("split-2", gpu=1, namespace="vision", pool="a-pool", phase="Pending", annotations=gang)),
+        ],
+    )
+    first, other = Pool.objects.get(name="a-pool"), Pool.objects.get(name="p")
+    found, where = selectors.judged_verdicts(lab.pk)
+    split = next(key for key in found if key[3] == "split")
+    assert where[split][0] == first.pk and where[split][1] == 2
+    assert split in selectors.judged_verdicts(lab.pk, {first.pk})[0]
+    assert split not in selectors.judged_verdicts(lab.pk, {other.pk})[0]
+    assert pool_waiting_summary(first)["workloads"] == 1 and pool_waiting_summary(first)["gpus"] == 2
+    assert pool_waiting_summary(other)["workloads"] == 4  # the lab's own, as before the gang came

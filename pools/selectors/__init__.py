@@ -187,7 +187,9 @@ from .verdicts import (
     pending_verdicts,
     pending_workload_counts,
     pool_waiting_summary,
+    pools_of_nodes,
     request_verdict,
+    verdict_round_fresh,
 )
 from .whatif import project_quota_check
 from .workloads import WorkloadRows, workload_get, workloads_visible

@@ -155,7 +155,11 @@ def _read_quotas(quotas: dict[str, dict[int, tuple]], position: int, resources: 
 
 
 def _usage(
-    namespaces: dict[str, list[str]], pools: list[tuple[int, str, int]], label_pools: dict[tuple[int, str, str], int]
+    namespaces: dict[str, list[str]],
+    pools: list[tuple[int, str, int]],
+    label_pools: dict[tuple[int, str, str], int],
+    *,
+    some: bool = False,
 ) -> tuple[dict[int, dict[str, list[Decimal]]], dict[int, dict[str, int]]]:
     """``pool id -> project -> [allocated, pending]`` GPUs, and ``pool id -> project -> workloads`` (pods asking for
     GPUs); two queries, summed in the database.
@@ -165,7 +169,8 @@ def _usage(
     whatever its platforms), as the scheduler counts it; a pending one (no node yet) in the pool its pool label
     names, else in the label pool its ``nodeSelector`` asks for (``label_pools``: (backend id, key, value) -> pool
     id). SQL of its own: the pods join their nodes by (backend, name), which the ORM cannot say, and 150,000 pods
-    must be summed where they are, not read.
+    must be summed where they are, not read. ``some``: ``pools`` are some of the pools (one pool's report), whose
+    members alone are joined.
     """
     labelled = {(backend_id, name): pool_id for pool_id, name, backend_id in pools}
     owner = {namespace: project for project, names in namespaces.items() for namespace in names}
@@ -173,12 +178,15 @@ def _usage(
     selector = "p.node_selector::text" if connection.vendor == "postgresql" else "p.node_selector"
     # The pool members lead and find their nodes' pods by name: ``+`` keeps the planners (SQLite's, and
     # PostgreSQL's before an ANALYZE) from looking them up by backend, which every pod shares, instead.
+    members, ids = "SELECT DISTINCT node_id, pool_id FROM {member}", []
+    if some:
+        ids = [pool_id for pool_id, _, _ in pools]
+        members += f" WHERE pool_id IN ({', '.join(['%s'] * len(ids))})"
     running = _sql(
-        f"SELECT p.namespace, {queue}, m.pool_id, SUM(p.gpu), COUNT(*) "
-        "FROM (SELECT DISTINCT node_id, pool_id FROM {member}) m "
+        f"SELECT p.namespace, {queue}, m.pool_id, SUM(p.gpu), COUNT(*) FROM ({members}) m "
         "JOIN {node} n ON n.id = m.node_id JOIN {pod} p ON p.node_name = n.name AND +p.backend_id = n.backend_id "
         f"WHERE p.phase NOT IN ('Succeeded', 'Failed') AND p.gpu > 0 GROUP BY p.namespace, {queue}, m.pool_id",
-        [key, key],
+        [key, *ids, key],
     )
     pending = _sql(
         f"SELECT p.namespace, {queue}, p.backend_id, p.pool_name, {selector}, SUM(p.gpu), COUNT(*) FROM {{pod}} p "
@@ -320,7 +328,9 @@ def quota_report(*, user, pool: str | None = None, what_if: pastusage.Settings |
     pools, label_pools, capacity, quotas, departments, projects, members, seen, settings = units
     units = [("department", name, None) for name in departments]
     units += [("project", name, department) for name, department, _ in projects]
-    used, workloads = _usage({name: namespaces for name, _, namespaces in projects}, pools, label_pools)
+    used, workloads = _usage(
+        {name: namespaces for name, _, namespaces in projects}, pools, label_pools, some=pool is not None
+    )
     warnings = _oversubscribed(pools, capacity, members, quotas, seen)
     # What a unit's fair-share queue is whatever the pool: its name, its parent's, its creation order (by kind).
     identities = [(f"department/{name}", None, order) for order, name in enumerate(departments)]

@@ -17,7 +17,8 @@ from decimal import Decimal
 from functools import cached_property
 
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Sum
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KT, KeyTextTransform
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from accounts.access import SYSTEM
@@ -88,10 +89,14 @@ class _Live:
         quota_rows: list[dict] | None = None,
         pool: Pool | None = None,
         keys: Iterable[WorkloadKey] | None = None,
+        pool_ids: Iterable[int] | None = None,
     ):
         self.now = now or timezone.now()
         # One pool (its page, the what-if): only its state is read, and only its workloads are judged.
         self.only = pool
+        # Every pool of the backends is read (not one pool, nor some of them): the pending workloads no pool takes are
+        # judged too.
+        self.whole = pool is None and pool_ids is None
         # Some workloads (a page of a list, one workload's page): only their pods are read as pending, then only the
         # state of their pools (``narrow``).
         self.keys = None if keys is None else set(keys)
@@ -101,17 +106,25 @@ class _Live:
             backend_ids = [pool.backend_id]
         self.quota_rows = quota_rows
         self.backend_ids = None if backend_ids is None else list(backend_ids)
+        pools = Pool.objects.select_related("backend").order_by("name")
+        if backend_ids is not None:
+            pools = pools.filter(backend_id__in=self.backend_ids)
+        every = {pool.pk: pool for pool in pools}
         if pool is not None:
             self.pools = {pool.pk: pool}
+        elif pool_ids is not None:  # some pools of the backends (a watch's round of the pools a batch touched)
+            self.pools = {pool_id: every[pool_id] for pool_id in pool_ids if pool_id in every}
+            if len(self.pools) == 1:
+                self.only = next(iter(self.pools.values()))
         else:
-            pools = Pool.objects.select_related("backend").order_by("name")
-            if backend_ids is not None:
-                pools = pools.filter(backend_id__in=self.backend_ids)
-            self.pools = {pool.pk: pool for pool in pools}
-        self.by_label = {(pool.backend_id, pool.name): pool.pk for pool in self.pools.values()}
+            self.pools = every
+        self.pool_names = {pool_id: pool.name for pool_id, pool in every.items()}
+        # A pending pod's pool is found among every pool of its backend, whichever are read: a nodeSelector two label
+        # pools match is the same pool's whether one pool or all are judged.
+        self.by_label = {(pool.backend_id, pool.name): pool.pk for pool in every.values()}
         self.label_pools = {
             (pool.backend_id, pool.node_label["key"], pool.node_label["value"]): pool.pk
-            for pool in self.pools.values()
+            for pool in every.values()
             if pool.node_label
         }
         self.owner = {}
@@ -155,11 +168,13 @@ class _Live:
 
     @cached_property
     def holders_per_kind(self) -> dict[tuple, int]:
-        """How many workloads of each (backend, project, kind) hold GPUs on the nodes of any pool."""
+        """How many workloads of each (backend, project, kind) hold GPUs on any node of the backend, whichever pools
+        are read (a pool judged alone counts as it does in a round of every pool)."""
         counted: dict[tuple, set] = {}
-        for holding in self.holders.values():
-            for backend_id, workload, kind, project, _, _ in holding:
-                counted.setdefault((backend_id, project, kind), set()).add(workload)
+        for row in self.gpu_pods_on_nodes:
+            project = self.project_of(row["namespace"], row["queue"])
+            key = (row["backend_id"], row["namespace"], row["workload_kind"], row["workload_name"])
+            counted.setdefault((row["backend_id"], project, row["workload_kind"]), set()).add(key)
         return {key: len(workloads) for key, workloads in counted.items()}
 
     @cached_property
@@ -305,6 +320,10 @@ class _Live:
         pods = self.pods().filter(node_name="")
         if keys is not None:
             pods = pods.filter(workload_key_condition(keys))
+        elif not self.whole:  # the pods of the workloads with a pod that may wait on a pool read
+            some = pods.filter(self._may_wait_on_pools_read()).exclude(phase__in=TERMINATED)
+            keys = set(some.order_by().values_list("backend_id", "namespace", "workload_kind", "workload_name"))
+            pods = pods.filter(workload_key_condition(keys)) if keys else pods.none()
         rows = (
             pods.exclude(phase__in=TERMINATED)
             .values(
@@ -355,8 +374,13 @@ class _Live:
             if row["since"] and (workload["since"] is None or row["since"] < workload["since"]):
                 workload["since"] = row["since"]
             workload["project"] = workload["project"] or self.project_of(row["namespace"], row["queue"])
-            if workload["pool"] is None:
-                workload["pool"] = self.pool_of(row["backend_id"], row["pool_name"], row["node_selector"])
+            # Pods of one workload waiting on two pools: it waits on the first by name, whichever pods are read first.
+            pool_id = self.pool_of(row["backend_id"], row["pool_name"], row["node_selector"])
+            if "selector" not in workload or (
+                pool_id is not None
+                and (workload["pool"] is None or self.pool_names[pool_id] < self.pool_names[workload["pool"]])
+            ):
+                workload["pool"] = pool_id
                 workload["selector"] = row["node_selector"] or {}
         by_pool: dict[int, list[engine.PendingWorkload]] = {pool_id: [] for pool_id in self.pools}
         unpooled = []
@@ -377,10 +401,21 @@ class _Live:
             if workload["pool"] is not None and workload["project"]:
                 self.waiting.setdefault(workload["pool"], set()).add(workload["project"])
             if workload["pool"] is not None:
-                by_pool.setdefault(workload["pool"], []).append(pending)  # (``every``: pools narrowed out too)
-            elif self.only is None:
+                if workload["pool"] in self.pools:  # (a workload of a pool not read is not judged)
+                    by_pool[workload["pool"]].append(pending)
+            elif self.whole:
                 unpooled.append(pending)
         return by_pool, unpooled
+
+    def _may_wait_on_pools_read(self) -> Q:
+        """The pending pods that may wait on a pool read: their pool label names one, or their ``nodeSelector`` asks
+        for a label pool's key and value (which pool each waits on is then found as for every pod, ``pool_of``)."""
+        condition = Q(pool_name__in=sorted({pool.name for pool in self.pools.values()}))
+        for pool in self.pools.values():
+            if pool.node_label:
+                asked = KeyTextTransform(pool.node_label["key"], "node_selector")
+                condition |= Q(Exact(asked, pool.node_label["value"]))
+        return condition
 
     def with_refusal(self, pool_id: int, workload: engine.PendingWorkload) -> engine.PendingWorkload:
         """``workload`` with the message of a validation rule of its pool that refuses it (``refusal``), if any."""
@@ -533,15 +568,33 @@ def _judge(live: _Live) -> tuple[dict[WorkloadKey, engine.Verdict], dict[Workloa
     return found, where
 
 
-def judged_verdicts(backend_id: int) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple]]:
-    """Every pending workload of the backend judged from the live state: the verdicts and, for each, its pool's id,
-    the GPUs it asks and its pods' PodScheduled message. What ``services.workload_verdicts_keep`` keeps."""
-    live = _Live([backend_id])
+def judged_verdicts(
+    backend_id: int, pool_ids: Collection[int] | None = None
+) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple]]:
+    """Every pending workload of the backend (of its pools ``pool_ids`` only, when given) judged from the live state:
+    the verdicts and, for each, its pool's id, the GPUs it asks and its pods' PodScheduled message. What
+    ``services.workload_verdicts_keep`` keeps."""
+    live = _Live([backend_id], pool_ids=pool_ids)
     found, where = _judge(live)
     return (
         {key: _with_start(verdict.as_dict(), live.starts.get(key)) for key, verdict in found.items()},
         {key: (*where[key], live.scheduled_messages.get(key, "")) for key in found},
     )
+
+
+def pools_of_nodes(backend_id: int, names: Collection[str]) -> set[int]:
+    """The pools of the backend's nodes ``names``: those whose verdicts a change of these nodes' GPUs may move."""
+    return set(
+        NodeMembership.objects.filter(node__backend_id=backend_id, node__name__in=list(names)).values_list(
+            "pool_id", flat=True
+        )
+    )
+
+
+def verdict_round_fresh(backend_id: int) -> bool:
+    """Whether the backend's kept round is read by the doors now (recent, under the newest config revision): what a
+    round of some of its pools amends."""
+    return backend_id in _fresh_backends([backend_id])
 
 
 def _judged_live(live: _Live) -> tuple[dict[WorkloadKey, dict], dict[WorkloadKey, tuple[int | None, Decimal]]]:
@@ -593,17 +646,18 @@ def _kept(
     if pool is not None:
         verdicts = verdicts.filter(pool=pool)
     now = timezone.now()
-    ages = {backend_id: (now - judged_at).total_seconds() for backend_id, judged_at in fresh.items()}
     found: dict[WorkloadKey, dict] = {}
     where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
-    if reasons_only:
-        rows = verdicts.order_by().values_list(*key_fields, "pool_id", "gpus", "reason", "scheduled_message")
-    else:
-        rows = verdicts.order_by().values_list(*key_fields, "pool_id", "gpus", "verdict", "scheduled_message")
-    for *key, pool_id, gpus, verdict, said in rows:
+    column = "reason" if reasons_only else "verdict"
+    rows = verdicts.order_by().values_list(*key_fields, "pool_id", "gpus", column, "scheduled_message", "judged_at")
+    for *key, pool_id, gpus, verdict, said, judged_at in rows:
         key = tuple(key)
         if keys is None or key in keys:
-            found[key] = {"reason": verdict} if reasons_only else engine.aged_verdict(verdict, ages[key[0]], said)
+            if reasons_only:
+                found[key] = {"reason": verdict}
+            else:  # aged from when it was judged: its own time, else its backend's round's
+                age = (now - (judged_at or fresh[key[0]])).total_seconds()
+                found[key] = engine.aged_verdict(verdict, age, said)
             where[key] = (pool_id, _decimal(gpus))
     unjudged = set(new.order_by().values_list(*key_fields))
     return found, where, unjudged if keys is None else unjudged & keys

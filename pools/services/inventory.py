@@ -561,7 +561,8 @@ def watch_events_apply(
             continue
         key = metadata["name"] if event.kind == "nodes" else (metadata.get("namespace") or "default", metadata["name"])
         latest[(event.kind, key)] = event
-    counts = {"nodes": 0, "pods": 0, "skipped": 0}
+    # "gpu_nodes": the nodes written, and those a GPU pod left or was bound to: whose pools' verdicts may move.
+    counts = {"nodes": 0, "pods": 0, "skipped": 0, "gpu_nodes": set()}
     with transaction.atomic():
         _commit_without_flush()
         inventory_write_lock(backend)
@@ -603,6 +604,7 @@ def watch_events_apply(
             _upsert(model, backend, upserts, key_fields, NODE_FIELDS if kind == "nodes" else POD_FIELDS)
             counts[kind] = len(upserts) + len(deletes)
             if kind == "nodes" and upserts:
+                counts["gpu_nodes"].update(row["name"] for row in upserts)
                 membership_recompute(backend=backend, node_names=[row["name"] for row in upserts])
                 usage_refresh(backend=backend, node_names={row["name"] for row in upserts}, pool_names=set())
             if kind == "nodes" and (upserts or deletes):  # before the pods' deltas, which add to the groups
@@ -610,6 +612,8 @@ def watch_events_apply(
             if kind == "pods" and (upserts or deletes):
                 written = [*deletes, *((r["namespace"], r["name"]) for r in upserts)]
                 removed = [before[key] for key in written if key in before]
+                touched = (row["node_name"] for row in (*removed, *upserts) if row["node_name"] and row["gpu"])
+                counts["gpu_nodes"].update(touched)
                 usage_apply_deltas(backend=backend, removed=removed, added=upserts)
                 workload_sums_refresh(backend=backend, keys=workload_keys(removed) | workload_keys(upserts))
         _mark_contact(backend)

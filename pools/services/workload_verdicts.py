@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -23,31 +24,27 @@ from .workload_runs import start_estimates_keep
 
 logger = logging.getLogger(__name__)
 
+KEY_FIELDS = ("namespace", "workload_kind", "workload_name")
 # A watch judges its backend's pending workloads again at most this often, after a batch that changed something.
 JUDGE_SECONDS = 3.0
 
 
-def workload_verdicts_keep(*, backend: Backend) -> dict:
+def workload_verdicts_keep(*, backend: Backend, pool_ids: Collection[int] | None = None) -> dict:
     """Judge every pending workload of ``backend`` from the live state and keep the verdicts, replacing the last
-    round's in one transaction: ``{"workloads", "seconds"}``.
+    round's in one transaction: ``{"workloads", "seconds"}`` (and ``"kept": False`` when a newer round was kept
+    meanwhile: an older judgement never replaces it).
 
     The round is stamped with the time its reading began and the newest config revision then, so a reader never
     takes it for fresher than it is. A workload waiting then without a verdict (its pending pods bound to a node
     already) is kept with an empty reason: it is not judged again by each reader.
+
+    With ``pool_ids`` only the workloads waiting on those pools are judged again and their rows replaced (a watch
+    batch that freed or took GPUs on their nodes), those rows stamped with their own time (a whole round's rows take the
+    round's); the backend's round keeps its stamp, so its other rows are not taken for fresher than they are.
     """
     started, clock = timezone.now(), time.monotonic()
     revision = ConfigRevision.objects.aggregate(newest=Max("id"))["newest"] or 0
-    # The waiting workloads, and those of them some of whose pods run already: one read.
-    waiting, running = set(), set()
-    for *key, pods_running in (
-        WorkloadSums.objects.filter(backend=backend, pending__gt=0)
-        .order_by()
-        .values_list("namespace", "workload_kind", "workload_name", "running")
-    ):
-        waiting.add(tuple(key))
-        if pods_running > 0:
-            running.add(tuple(key))
-    found, where = selectors.judged_verdicts(backend.pk)
+    found, where = selectors.judged_verdicts(backend.pk, pool_ids)
     rows = [
         {
             "backend_id": backend.pk,
@@ -59,13 +56,31 @@ def workload_verdicts_keep(*, backend: Backend) -> dict:
             "scheduled_message": where[key][2],
             "reason": verdict["reason"],
             "verdict": verdict,
+            "judged_at": None if pool_ids is None else started,
         }
         for key, verdict in found.items()
     ]
-    rows += [
-        {"backend_id": backend.pk, "namespace": namespace, "workload_kind": kind, "workload_name": name, "reason": ""}
-        for namespace, kind, name in waiting - {key[1:] for key in found}
-    ]
+    # The waiting workloads, and those of them some of whose pods run already: one read.
+    waiting, running = set(), set()
+    for *key, pods_running in (
+        WorkloadSums.objects.filter(backend=backend, pending__gt=0)
+        .order_by()
+        .values_list("namespace", "workload_kind", "workload_name", "running")
+    ):
+        waiting.add(tuple(key))
+        if pods_running > 0:
+            running.add(tuple(key))
+    if pool_ids is None:
+        rows += [
+            {
+                "backend_id": backend.pk,
+                "namespace": namespace,
+                "workload_kind": kind,
+                "workload_name": name,
+                "reason": "",
+            }
+            for namespace, kind, name in waiting - {key[1:] for key in found}
+        ]
     # Each start estimate as first made (SEMANTICS §10.1), of the workloads none of whose pods runs yet.
     estimates = [
         StartEstimate(
@@ -85,21 +100,47 @@ def workload_verdicts_keep(*, backend: Backend) -> dict:
     with transaction.atomic():
         # One round at a time per backend (a watch's and a sync's): the backend's row, as its other writers lock it.
         list(Backend.objects.select_for_update(no_key=True).filter(pk=backend.pk).values_list("pk"))
-        WorkloadVerdict.objects.filter(backend=backend).delete()
+        kept = VerdictRound.objects.filter(backend=backend).values_list("judged_at", flat=True).first()
+        if kept is not None and kept > started:
+            return {"workloads": len(found), "seconds": seconds, "kept": False}
+        mine = WorkloadVerdict.objects.filter(backend=backend)
+        if pool_ids is not None:
+            mine = mine.filter(pool_id__in=list(pool_ids))
+            # Those of them that still wait but are no longer judged (their pods just bound): kept with no reason.
+            judged = {key[1:] for key in found}
+            rows += [
+                {
+                    "backend_id": backend.pk,
+                    **dict(zip(KEY_FIELDS, key, strict=True)),
+                    "reason": "",
+                    "judged_at": started,
+                }
+                for key in mine.values_list(*KEY_FIELDS)
+                if key in waiting and key not in judged
+            ]
+        mine.delete()
         bulk.insert_rows(WorkloadVerdict, rows)
         start_estimates_keep(estimates)
-        VerdictRound.objects.update_or_create(
-            backend=backend,
-            defaults={"judged_at": started, "config_revision": revision, "workloads": len(found), "seconds": seconds},
-        )
+        if pool_ids is None:
+            VerdictRound.objects.update_or_create(
+                backend=backend,
+                defaults={
+                    "judged_at": started,
+                    "config_revision": revision,
+                    "workloads": len(found),
+                    "seconds": seconds,
+                },
+            )
     return {"workloads": len(found), "seconds": seconds}
 
 
-def workload_verdicts_keep_quietly(*, backend: Backend) -> dict | None:
+def workload_verdicts_keep_quietly(*, backend: Backend, pool_ids: Collection[int] | None = None) -> dict | None:
     """``workload_verdicts_keep`` for a watch or a sync that must go on whatever happens to it: a failure is logged
     and the readers judge live until a round succeeds."""
     try:
-        return workload_verdicts_keep(backend=backend)
+        return workload_verdicts_keep(backend=backend, pool_ids=pool_ids)
     except Exception:
         logger.exception("judging the pending workloads of backend %s failed", backend.name)
+        if not connection.in_atomic_block:
+            connection.close()  # a broken connection is opened afresh by the next round
         return None
