@@ -103,10 +103,14 @@ class Waiter:
 
 @dataclass(frozen=True, slots=True)
 class Share:
-    """A unit of the scheduler's order: the GPUs its running workloads hold now, and its fair share of them."""
+    """A unit of the scheduler's order: the GPUs its running workloads hold now, its fair share of them, the most it
+    may hold (``limit``, -1: no limit) and the unit it belongs to (``parent``, a key of the same mapping: a
+    department, whose limit its projects' workloads share)."""
 
     held: float
     fair_share: float
+    limit: float = -1
+    parent: Hashable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +325,14 @@ def _play(
             if head != key:  # its unit took GPUs since: it may no longer go first
                 heapq.heappush(heads, (head, next(numbers), queue))
                 continue
+            if not order.allows(queue.heads[0][2], queue.gpus):
+                # Its unit is at its limit: its line waits until the unit gives GPUs back (its head enters again
+                # then); the other units' lines of the queue go on.
+                heapq.heappop(queue.heads)
+                head = queue.head(order)
+                if head is not None:
+                    heapq.heappush(heads, (head, next(numbers), queue))
+                continue
             taken = gpus.place(queue.nodes, queue.pods)
             if taken is None:
                 continue  # blocked until some of its nodes free GPUs
@@ -329,8 +341,9 @@ def _play(
                 started[waiter.key] = moment
                 waiting -= 1
             if order.moves(waiter.unit, sum(taken.values())):
-                for other in of_unit[waiter.unit]:
-                    other.refresh(waiter.unit, order, next(numbers))
+                for unit in order.touched(waiter.unit):
+                    for other in of_unit.get(unit, ()):
+                        other.refresh(unit, order, next(numbers))
             runtime = runtime_of(waiter)
             if runtime is not None and moment + runtime - now <= HORIZON_SECONDS:
                 for node, count in taken.items():
@@ -349,9 +362,12 @@ def _play(
             trying.update(on_node.get(node, ()))
             if order.moves(unit, -count):
                 moved.add(unit)
-        for unit in moved:
-            for queue in of_unit.get(unit, ()):
-                queue.refresh(unit, order, next(numbers))
+        for other in {touched for unit in moved for touched in order.touched(unit)}:
+            limited = order.limited(other)
+            for queue in of_unit.get(other, ()):
+                queue.refresh(other, order, next(numbers))
+                if limited:
+                    trying.add(queue)  # a unit that was at its limit may have room again
         while coming and coming[0][0] == moment:
             _, index, number = heapq.heappop(coming)
             arrival = pool.arrivals[index]
@@ -362,11 +378,38 @@ def _play(
 
 
 class _Order:
-    """The scheduler's order between units as the play goes: the GPUs each holds, against its fair share."""
+    """The scheduler's order between units as the play goes: the GPUs each holds, against its fair share; and their
+    limits (a unit's workload starts only while it, and its parent, stay within theirs)."""
 
     def __init__(self, units: Mapping[Hashable, Share] | None):
-        self.held = {unit: share.held for unit, share in (units or {}).items()}
-        self.shares = {unit: share.fair_share for unit, share in (units or {}).items()}
+        units = units or {}
+        self.held = {unit: share.held for unit, share in units.items()}
+        self.shares = {unit: share.fair_share for unit, share in units.items()}
+        self.limits = {unit: share.limit for unit, share in units.items() if share.limit >= 0}
+        self.parents = {unit: share.parent for unit, share in units.items() if share.parent in units}
+        self.children: dict[Hashable, list[Hashable]] = {}
+        for unit, parent in self.parents.items():
+            self.children.setdefault(parent, []).append(unit)
+
+    def allows(self, unit: Hashable, gpus: float) -> bool:
+        """Whether ``unit`` may take ``gpus`` more: it and its parent stay within their limits."""
+        for limited in (unit, self.parents.get(unit)):
+            limit = self.limits.get(limited)
+            if limit is not None and self.held[limited] + gpus > limit:
+                return False
+        return True
+
+    def limited(self, unit: Hashable) -> bool:
+        """Whether ``unit`` or its parent has a limit."""
+        return unit in self.limits or self.parents.get(unit) in self.limits
+
+    def touched(self, unit: Hashable) -> list[Hashable]:
+        """The units whose standing or room ``unit`` taking or giving back GPUs moves: it, and its siblings when
+        their parent has a limit."""
+        parent = self.parents.get(unit)
+        if parent in self.limits:
+            return self.children[parent]
+        return [unit]
 
     def standing(self, unit: Hashable) -> float:
         """The part of its fair share ``unit`` holds (0 for a unit out of the order, infinite for a unit holding GPUs
@@ -383,6 +426,9 @@ class _Order:
         if unit not in self.held:
             return False
         self.held[unit] += gpus
+        parent = self.parents.get(unit)
+        if parent is not None:
+            self.held[parent] += gpus
         return True
 
 
@@ -390,10 +436,11 @@ class _Queue:
     """The waiters asking the same pods of the same nodes: a line per unit in their order within it, and the lines'
     heads in the scheduler's order (a heap whose outdated entries are dropped as they come up)."""
 
-    __slots__ = ("nodes", "pods", "lines", "heads")
+    __slots__ = ("nodes", "pods", "gpus", "lines", "heads")
 
     def __init__(self, nodes: frozenset[str], pods: tuple[int, ...]):
         self.nodes, self.pods = nodes, pods
+        self.gpus = sum(pods)
         self.lines: dict[Hashable, deque[Waiter]] = {}
         self.heads: list[tuple[tuple, int, Hashable]] = []
 

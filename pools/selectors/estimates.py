@@ -29,6 +29,7 @@ LEARNED_OVER = timedelta(days=30)
 # How often each project's workloads of each kind come is learned from the runs started over this long.
 ARRIVALS_OVER = timedelta(days=1)
 # Verdicts that a wait for GPUs to free up does not end: no estimate.
+DEPARTMENT = "department"  # a department's key among the play's units (a project's is its name)
 NOT_BY_WAITING = ("pool_maintenance", "backend_offline", "never_fits")
 PERIODS = {"1d": timedelta(days=1), "7d": timedelta(days=7)}
 # A wait shorter than this counts as this long when the error is divided by it (a start within the minute the
@@ -132,11 +133,13 @@ def pool_start_estimates(live, pool_id: int, workloads, verdicts: Mapping) -> di
         engine.Holder(held, started, learned.of(backend_id, project, kind, cap)[0], project, kind)
         for backend_id, _, kind, project, started, held in live.holders.get(pool_id, ())
     ]
-    units = {
-        unit.name: engine.Share(unit.allocated, unit.fair_share)
-        for unit in live.units[pool_id]
-        if unit.parent is not None
-    }
+    # The projects in the scheduler's order, each within its limit and its department's (-1: none).
+    units = {}
+    for unit in live.units[pool_id]:
+        if unit.parent is None:
+            units[DEPARTMENT, unit.name] = engine.Share(unit.allocated, unit.fair_share, unit.limit)
+        else:
+            units[unit.name] = engine.Share(unit.allocated, unit.fair_share, unit.limit, (DEPARTMENT, unit.parent))
     eligible: dict[tuple, frozenset[str]] = {}
     waiters, bases = [], {}
     for workload in workloads:

@@ -29,6 +29,7 @@ from ..engine import verdicts as engine
 from ..engine.errors import RenderLimitError, TopologyError
 from ..engine.topology import topology_levels
 from ..engine.workloads import POD_GROUP, REQUIRED_PLACEMENT
+from ..inventory.records import paused_gc
 from ..models import (
     Backend,
     ConfigRevision,
@@ -650,15 +651,16 @@ def _kept(
     where: dict[WorkloadKey, tuple[int | None, Decimal]] = {}
     column = "reason" if reasons_only else "verdict"
     rows = verdicts.order_by().values_list(*key_fields, "pool_id", "gpus", column, "scheduled_message", "judged_at")
-    for *key, pool_id, gpus, verdict, said, judged_at in rows:
-        key = tuple(key)
-        if keys is None or key in keys:
-            if reasons_only:
-                found[key] = {"reason": verdict}
-            else:  # aged from when it was judged: its own time, else its backend's round's
-                age = (now - (judged_at or fresh[key[0]])).total_seconds()
-                found[key] = engine.aged_verdict(verdict, age, said)
-            where[key] = (pool_id, _decimal(gpus))
+    with paused_gc():  # thousands of decoded verdicts, all kept: the collector would scan them again and again
+        for *key, pool_id, gpus, verdict, said, judged_at in rows:
+            key = tuple(key)
+            if keys is None or key in keys:
+                if reasons_only:
+                    found[key] = {"reason": verdict}
+                else:  # aged from when it was judged: its own time, else its backend's round's
+                    age = (now - (judged_at or fresh[key[0]])).total_seconds()
+                    found[key] = engine.aged_verdict(verdict, age, said)
+                where[key] = (pool_id, _decimal(gpus))
     unjudged = set(new.order_by().values_list(*key_fields))
     return found, where, unjudged if keys is None else unjudged & keys
 

@@ -8,9 +8,10 @@ few seconds after its watch batches and after each sync (``workload_verdicts_kee
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 from django.db import connection, transaction
 from django.db.models import Max
@@ -43,8 +44,15 @@ def workload_verdicts_keep(*, backend: Backend, pool_ids: Collection[int] | None
     round's); the backend's round keeps its stamp, so its other rows are not taken for fresher than they are.
     """
     started, clock = timezone.now(), time.monotonic()
-    revision = ConfigRevision.objects.aggregate(newest=Max("id"))["newest"] or 0
-    found, where = selectors.judged_verdicts(backend.pk, pool_ids)
+    with _one_snapshot():
+        revision = ConfigRevision.objects.aggregate(newest=Max("id"))["newest"] or 0
+        found, where = selectors.judged_verdicts(backend.pk, pool_ids)
+        # The waiting workloads, and those of them some of whose pods run already: one read.
+        sums = list(
+            WorkloadSums.objects.filter(backend=backend, pending__gt=0)
+            .order_by()
+            .values_list("namespace", "workload_kind", "workload_name", "running")
+        )
     rows = [
         {
             "backend_id": backend.pk,
@@ -60,13 +68,8 @@ def workload_verdicts_keep(*, backend: Backend, pool_ids: Collection[int] | None
         }
         for key, verdict in found.items()
     ]
-    # The waiting workloads, and those of them some of whose pods run already: one read.
     waiting, running = set(), set()
-    for *key, pods_running in (
-        WorkloadSums.objects.filter(backend=backend, pending__gt=0)
-        .order_by()
-        .values_list("namespace", "workload_kind", "workload_name", "running")
-    ):
+    for *key, pods_running in sums:
         waiting.add(tuple(key))
         if pods_running > 0:
             running.add(tuple(key))
@@ -132,6 +135,20 @@ def workload_verdicts_keep(*, backend: Backend, pool_ids: Collection[int] | None
                 },
             )
     return {"workloads": len(found), "seconds": seconds}
+
+
+@contextlib.contextmanager
+def _one_snapshot() -> Iterator[None]:
+    """Read as of one moment (PostgreSQL: a read-only REPEATABLE READ transaction), so that a round judged while the
+    watch goes on writing its batches sees each batch whole or not at all, in every one of its queries. Inside a
+    caller's transaction (or elsewhere), the reads are that transaction's."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
 
 
 def workload_verdicts_keep_quietly(*, backend: Backend, pool_ids: Collection[int] | None = None) -> dict | None:

@@ -127,6 +127,38 @@ def test_a_unit_that_starts_a_workload_moves_back_in_the_order():
     assert found["a2"] == Estimate(NOW + 2 * HOUR, NOW + 3 * HOUR)
 
 
+def test_a_unit_at_its_limit_waits_for_its_own_workloads_to_end_though_gpus_are_free():
+    # a may hold 8 GPUs and holds 8 on n1 (ending in 1 h or 2 h); n2 is free. a1 waits for a's own job to end; b1,
+    # behind it, takes n2 at once.
+    holder = Holder({"n1": 8}, NOW - HOUR, TWO_HOURS, "a")
+    units = {"a": Share(8, 16, limit=8), "b": Share(0, 16)}
+    waiters = [of_unit("a1", "a", NOW - 3 * HOUR), of_unit("b1", "b", NOW - HOUR)]
+    found = start_estimates(NOW, {"n1": 0, "n2": 8}, [holder], waiters, units=units)
+    assert found["b1"] == Estimate(NOW, NOW)
+    assert found["a1"] == Estimate(NOW + HOUR, NOW + 2 * HOUR)
+    # Without the limit a1 (below its share, as b) goes first, being the older: it takes n2 now, b1 waits for n1.
+    free = start_estimates(NOW, {"n1": 0, "n2": 8}, [holder], waiters, units={"a": Share(8, 16), "b": Share(8, 16)})
+    assert (free["a1"].likely, free["b1"].likely) == (NOW, NOW + HOUR)
+
+
+def test_projects_of_a_department_at_its_limit_wait_for_any_of_its_workloads_to_end():
+    # Department d may hold 8: its project a holds 8 on n1; its project c's workload waits for a's to end though n2
+    # is free, and no project has a limit of its own.
+    holder = Holder({"n1": 8}, NOW - HOUR, TWO_HOURS, "a")
+    units = {
+        ("department", "d"): Share(8, 16, limit=8),
+        "a": Share(8, 8, parent=("department", "d")),
+        "c": Share(0, 8, parent=("department", "d")),
+    }
+    found = start_estimates(NOW, {"n1": 0, "n2": 8}, [holder], [of_unit("c1", "c", NOW - HOUR)], units=units)
+    assert found["c1"] == Estimate(NOW + HOUR, NOW + 2 * HOUR)
+
+
+def test_a_workload_asking_more_than_its_limit_gets_no_estimate():
+    units = {"a": Share(0, 16, limit=4)}
+    assert start_estimates(NOW, {"n1": 8}, [], [of_unit("a1", "a", NOW)], units=units) == {"a1": Estimate(None, None)}
+
+
 def test_workloads_a_unit_below_its_share_will_submit_go_ahead_and_those_of_one_above_do_not():
     holder = Holder({"n1": 8}, NOW - HOUR, TWO_HOURS)  # frees n1 in 1 h
     waiters = [of_unit("a1", "a", NOW - HOUR, nodes=("n1",))]
