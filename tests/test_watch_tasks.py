@@ -80,7 +80,9 @@ def test_a_watch_task_returns_at_once_while_another_owner_holds_the_lease(db, ac
     assert not services.lease_acquire(name=f"watch:{backend.pk}", owner="third", seconds=60)  # still theirs
 
 
-def test_a_watch_task_watches_for_its_time_then_returns_and_frees_the_lease(db, actor, settings):
+def test_a_watch_task_watches_for_its_time_then_returns_and_frees_the_lease(transactional_db, actor, settings):
+    """Committed rows: the watch judges its verdicts on a thread of its own, with a connection of its own (a test's
+    open transaction would hold SQLite's write lock from it until the lock's timeout)."""
     settings.GPUPOOL = {**settings.GPUPOOL, "WATCH_TASK_SECONDS": 2}
     backend = simulated_backend(actor, "sim")
 

@@ -15,7 +15,9 @@ from pools.engine.estimates import (
     Share,
     Waiter,
     expected_arrivals,
+    holder_end,
     learned,
+    ordered_ends,
     start_estimates,
     whole_gpus,
 )
@@ -71,7 +73,10 @@ def test_it_fits_only_the_nodes_it_may_use():
 def test_a_gang_waits_for_all_its_pods():
     holders = [Holder({"n1": 8}, NOW - HOUR, TWO_HOURS), Holder({"n2": 8}, NOW - 30 * 60, TWO_HOURS)]
     found = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, [waiter("gang", 8, pods=2, nodes=("n1", "n2"))])
-    assert found["gang"] == Estimate(NOW + 1.5 * HOUR, NOW + 2.5 * HOUR)
+    # Likely when both have ended: the second of two to end ends when one and a half of them are expected to have
+    # ended (n1's 2 h run and n2's 2 h run each end 1 h and 1.5 h from now, or 2 h and 2.5 h: the second end is 2 h
+    # from now), not at the later of their medians (1.5 h). The late bound: the later of their 90th percentiles.
+    assert found["gang"] == Estimate(NOW + 2 * HOUR, NOW + 2.5 * HOUR)
 
 
 def test_a_holder_that_ran_long_is_expected_to_run_as_the_longer_runs_did():
@@ -104,18 +109,52 @@ def of_unit(key, unit, waiting_since, gpus=8, nodes=("n1", "n2")):
     return Waiter(key, (waiting_since, key), (gpus,), frozenset(nodes), TWO_HOURS, unit)
 
 
+def test_many_running_workloads_end_as_the_order_statistics_of_their_spread_not_each_at_its_median():
+    # 100 workloads started together, each running 1 h to 10 h (one run of each length learned): each one's median
+    # is 5 h, but the first of them ends after 1 h and the last after 10 h, the k-th when k - ½ are expected done.
+    spread = learned([hour * HOUR for hour in range(1, 11)])
+    holders = [Holder({f"n{i}": 8}, NOW, spread) for i in range(100)]
+    ends = sorted(ordered_ends(holders, NOW, None))
+    assert ends[0] == NOW + HOUR and ends[-1] == NOW + 10 * HOUR
+    assert ends[49] == NOW + 5 * HOUR and ends[50] == NOW + 6 * HOUR
+    # Alone, a workload ends at its median; with nothing learned, or past every learned run, as ``holder_end`` says.
+    assert ordered_ends(holders[:1], NOW, None) == [NOW + 5 * HOUR]
+    overdue = Holder({"m": 8}, NOW - 20 * HOUR, spread)
+    assert ordered_ends([overdue, Holder({"x": 8}, NOW, None)], NOW, 30 * HOUR) == [NOW + 10 * HOUR, NOW + 30 * HOUR]
+
+
+@given(
+    # (hours run so far, the scale of its kind's runs: 1, 2, 3, 5 and 8 times it): none has outlived every run.
+    st.lists(st.tuples(st.integers(0, 7), st.integers(1, 10)), min_size=1, max_size=30),
+)
+@settings(max_examples=60, deadline=None)
+def test_the_ordered_ends_are_handed_out_in_the_order_of_the_workloads_medians(started_and_scale):
+    holders = [
+        Holder({f"n{i}": 1}, NOW - elapsed * HOUR, learned([scale * HOUR * m for m in (1, 2, 3, 5, 8)]))
+        for i, (elapsed, scale) in enumerate(started_and_scale)
+    ]
+    ends = ordered_ends(holders, NOW, None)
+    medians = [holder_end(holder, NOW, None, late=False) for holder in holders]
+    assert all(end >= NOW for end in ends)
+    for i in range(len(holders)):
+        for j in range(len(holders)):
+            if medians[i] < medians[j]:
+                assert ends[i] <= ends[j]
+
+
 def test_the_unit_holding_less_of_its_share_goes_first_though_its_workload_came_later():
     # a holds both nodes (half its share each); n1 frees in 1 h, n2 in 1.5 h.
     holders = [Holder({"n1": 8}, NOW - HOUR, TWO_HOURS, "a"), Holder({"n2": 8}, NOW - 0.5 * HOUR, TWO_HOURS, "a")]
     units = {"a": Share(16, 16), "b": Share(0, 16)}
     waiters = [of_unit("a1", "a", NOW - 3 * HOUR), of_unit("b1", "b", NOW - HOUR)]
     found = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, waiters, units=units)
-    # At 1 h a holds half its share, b none: b1 goes first. a1 takes n2 when it frees.
+    # At 1 h a holds half its share, b none: b1 goes first. a1 takes the other node when it frees: the second of the
+    # two to end, 2 h from now (``ordered_ends``).
     assert found["b1"].likely == NOW + HOUR
-    assert found["a1"].likely == NOW + 1.5 * HOUR
+    assert found["a1"].likely == NOW + 2 * HOUR
     # Without the units the older one goes first.
     static = start_estimates(NOW, {"n1": 0, "n2": 0}, holders, waiters)
-    assert (static["a1"].likely, static["b1"].likely) == (NOW + HOUR, NOW + 1.5 * HOUR)
+    assert (static["a1"].likely, static["b1"].likely) == (NOW + HOUR, NOW + 2 * HOUR)
 
 
 def test_a_unit_that_starts_a_workload_moves_back_in_the_order():
