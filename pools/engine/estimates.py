@@ -206,43 +206,35 @@ def ordered_ends(holders: Sequence[Holder], now: float, cap: float | None) -> li
     one that has outlived every learned run, or has nothing learned, ends as ``holder_end`` says), handed out in the
     order of the workloads' own medians: the one expected first gets the first end. One workload alone ends at its
     median, as ``holder_end`` says; the late bound keeps each workload's own 90th percentile."""
-    points: list[tuple[float, float]] = []  # (when, the part of a workload expected to have ended then)
-    spread = 0
-    for holder in holders:
+    ends: list[float | None] = []
+    points: list[float] = []  # every spread workload's quantile ends, each counting for 1 / SPREAD_POINTS of one
+    spread: list[int] = []
+    quantiles: dict[tuple[int, int], tuple[float, ...]] = {}  # (runtimes, runs outlived): their runtimes' quantiles
+    soon = now + OVERDUE_SECONDS
+    for index, holder in enumerate(holders):
         runtimes = holder.runtimes
-        beyond = None
-        if runtimes is not None and runtimes.runs:
-            elapsed = max(0.0, now - holder.started)
-            longer = runtimes.runs[bisect.bisect_right(runtimes.runs, elapsed) :]
-            beyond = longer or None
-        if beyond is None:
+        runs = runtimes.runs if runtimes is not None else ()
+        first = bisect.bisect_right(runs, max(0.0, now - holder.started)) if runs else 0
+        if first >= len(runs):
+            ends.append(holder_end(holder, now, cap, late=False))
             continue
-        spread += 1
-        for point in range(SPREAD_POINTS):
-            runtime = _rank(beyond, (point + 1) / SPREAD_POINTS)  # the 10th, 20th, ... 100th percentile
-            if cap:
-                runtime = min(runtime, cap)
-            points.append((max(holder.started + runtime, now + OVERDUE_SECONDS), 1 / SPREAD_POINTS))
+        known = quantiles.get((id(runs), first))
+        if known is None:
+            left = len(runs) - first  # the quantiles of runs[first:] by nearest rank, each capped
+            known = quantiles[id(runs), first] = tuple(
+                min(runs[first + max(0, math.ceil(point * left / SPREAD_POINTS) - 1)], cap or math.inf)
+                for point in range(1, SPREAD_POINTS + 1)
+            )
+        started = holder.started
+        points.extend(max(started + runtime, soon) for runtime in known)
+        ends.append(max(started + known[SPREAD_POINTS // 2 - 1], soon))  # its own median, as holder_end's
+        spread.append(index)
     points.sort()
-    moments, ended, k = [], 0.0, 1
-    for when, part in points:
-        ended += part
-        while k <= spread and ended >= k - 0.5 - 1e-9:
-            moments.append(when)
-            k += 1
-    ends = [holder_end(holder, now, cap, late=False) for holder in holders]
-    spread_ones = sorted(
-        (index for index, holder in enumerate(holders) if _spread(holder, now)), key=lambda index: ends[index]
-    )
-    for index, moment in zip(spread_ones, moments, strict=True):
-        ends[index] = moment
+    # The k-th end: when k - ½ of the workloads are expected to have ended, the (k - ½) × SPREAD_POINTS-th point.
+    spread.sort(key=ends.__getitem__)
+    for k, index in enumerate(spread, start=1):
+        ends[index] = points[math.ceil((k - 0.5) * SPREAD_POINTS) - 1]
     return ends
-
-
-def _spread(holder: Holder, now: float) -> bool:
-    """Whether some learned run of the holder's kind lasted longer than it has run so far."""
-    runtimes = holder.runtimes
-    return runtimes is not None and bool(runtimes.runs) and runtimes.runs[-1] > max(0.0, now - holder.started)
 
 
 @dataclass(frozen=True, slots=True)
