@@ -14,7 +14,7 @@ from pools import selectors, services
 from pools.choices import ConfigType
 from pools.engine.permissions import METRICS_ROLE
 from pools.inventory.sources import SimulatedSource, WatchEvent
-from pools.models import Backend, Node, NodeGroupSums, Pod, PoolPodUsage, UsageSample
+from pools.models import Backend, Node, NodeGroupSums, Pod, PoolPodUsage, UsageSample, VerdictRound
 
 
 def usage_snapshot():
@@ -88,6 +88,8 @@ class TestSimulatedBackend:
         assert backend.last_heartbeat and timezone.now() - backend.last_heartbeat < timedelta(seconds=30)
         assert UsageSample.objects.filter(scope="pool", key="all").exists()
         assert Pod.objects.exists()
+        # Its watches keep the verdicts as a Celery worker's do (their judging thread, after the changed batches).
+        assert VerdictRound.objects.filter(backend=backend).exists()
 
 
 class TestUsageHistory:

@@ -68,7 +68,7 @@ from .utilization import (
     utilization_record,
     utilization_record_all,
 )
-from .watching import WatchBusy, backend_watch_for, watch_task_seconds
+from .watching import VerdictJudging, WatchBusy, backend_watch_for, watch_task_seconds
 from .workload_runs import start_estimates_keep, workload_runs_compact, workload_runs_record
 from .workload_verdicts import workload_verdicts_keep, workload_verdicts_keep_quietly
 
@@ -92,6 +92,7 @@ __all__ = [
     "backend_watch",
     "backend_watch_for",
     "watch_task_seconds",
+    "VerdictJudging",
     "WatchBusy",
     "builtins_restore",
     "PoolBusy",

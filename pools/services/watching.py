@@ -67,8 +67,7 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
         applied["batches"] += 1
         applied["nodes"] += counts.get("nodes", 0)
         applied["pods"] += counts.get("pods", 0)
-        if counts.get("nodes") or counts.get("pods"):
-            judging.note(counts)  # the verdicts move with the batches
+        judging.note(counts)  # the verdicts move with the batches
 
     timer = threading.Timer(seconds, stop.set)
     timer.daemon = True
@@ -133,7 +132,10 @@ class VerdictJudging:
         self.thread.join(JUDGING_JOIN_SECONDS)
 
     def note(self, counts: dict) -> None:
-        """A batch was applied that changed ``counts["nodes"]`` nodes and ``counts["pods"]`` pods."""
+        """A batch was applied that changed ``counts["nodes"]`` nodes and ``counts["pods"]`` pods (as
+        ``watch_events_apply`` counts them; a batch that changed nothing is no reason to judge)."""
+        if not (counts.get("nodes") or counts.get("pods")):
+            return
         with self.lock:
             self.due = True
             self.nodes |= counts.get("gpu_nodes", set())
