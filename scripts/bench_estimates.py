@@ -1,17 +1,17 @@
 #!/usr/bin/env python
 """Benchmark: how right the start estimates are (SEMANTICS §10.1), on a replayed day of a 500-node fleet.
 
-For each seed: 500 nodes of 8 GPUs, 20 projects with equal shares, three kinds of jobs (``train`` gangs of 1-4
-8-GPU pods, ``finetune`` of 1-4 GPUs, ``batch`` of one GPU), each (project, kind) with a runtime of its own scale
-and a log-normal spread (σ 0.5: the 90th percentile is 1.9 × the median), arriving as a Poisson stream that follows
-a daily wave around the fleet's capacity. ``pools.fleet.scheduler`` starts waiting jobs in §9.1's order whenever
-GPUs free up where they fit, checked every minute. A day of warm-up teaches the runtimes (finished jobs per project
-and kind, as the worker's runs do), then for one measured day every job still waiting after its first minute gets
-its estimate from ``engine.estimates.start_estimates`` with the state of that minute (running jobs, the waiting
-ones, the learned runtimes), as the worker's round makes it; the fleet runs on (with arrivals) until every measured
-job has started. Printed per seed: jobs, how many waited, the median and 90th-percentile relative error of the
-likely start (|actual wait − estimated wait| / actual wait), the share started by the late bound, and the time the
-replay took.
+For each seed: 500 nodes of 8 GPUs, 20 projects with equal shares, three kinds of jobs (``train`` gangs of 1-4 8-GPU
+pods, ``finetune`` of 1-4 GPUs, ``batch`` of one GPU), each (project, kind) with a runtime of its own scale and a
+log-normal spread (σ 0.5: the 90th percentile is 1.9 × the median), arriving as a Poisson stream that follows a
+daily wave around the fleet's capacity. ``pools.fleet.scheduler`` starts waiting jobs in §9.1's order whenever GPUs
+free up where they fit, and each job as it comes if it fits. A day of warm-up teaches the runtimes (finished jobs
+per project and kind, as the worker's runs do), then for one measured day every job still waiting after its first
+minute gets its estimate from ``engine.estimates.start_estimates`` with the state of that minute (running jobs, the
+waiting ones, the learned runtimes), as the worker's round makes it; the fleet runs on (with arrivals) until every
+measured job has started. Printed per seed: jobs, how many waited, the median and 90th-percentile relative error of
+the likely start (|actual wait − estimated wait| / actual wait), by the actual wait with the median of estimated
+minus actual wait, the share started by the late bound, and the time the replay took.
 
     .venv/bin/python scripts/bench_estimates.py [--seeds 1 2 3] [--nodes 500] [--load 1.0]
 """
@@ -99,7 +99,7 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
             break
     seconds = time.perf_counter() - clock
     errors, signed, bounded, unestimated = [], [], [], 0
-    buckets: dict[str, list[float]] = {}
+    buckets: dict[str, list[tuple[float, float]]] = {}  # (relative error, estimated minus actual wait in minutes)
     for job, made, likely, late in records:
         if job.started is None:
             continue
@@ -111,7 +111,7 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
         signed.append((likely - made - wait) / MINUTE)
         for name, (low, high) in BUCKETS.items():
             if low <= wait < high:
-                buckets.setdefault(name, []).append(errors[-1])
+                buckets.setdefault(name, []).append((errors[-1], signed[-1]))
         bounded.append(late is not None and job.started <= late)
     submitted = sum(1 for job in scheduler.finished + scheduler.running if warm <= job.submitted < measured_end)
     return {
@@ -122,7 +122,13 @@ def replay(seed: int, nodes: int, projects: int, load: float, fifo: bool = False
         "median_error": statistics.median(errors) if errors else float("nan"),
         "p90_error": sorted(errors)[int(0.9 * (len(errors) - 1))] if errors else float("nan"),
         "buckets": {
-            name: (len(buckets[name]), statistics.median(buckets[name])) for name in BUCKETS if name in buckets
+            name: (
+                len(buckets[name]),
+                statistics.median(error for error, _ in buckets[name]),
+                statistics.median(bias for _, bias in buckets[name]),
+            )
+            for name in BUCKETS
+            if name in buckets
         },
         "bias_min": statistics.median(signed) if signed else float("nan"),
         "before_late": sum(bounded) / len(bounded) if bounded else float("nan"),
@@ -170,7 +176,7 @@ def _estimate(scheduler: Scheduler, learned: dict, now: float, way: str) -> dict
     arrivals = []
     if way == "arrivals":
         started: dict[tuple[str, str], int] = {}
-        for job in [*scheduler.running, *scheduler.finished[-5000:]]:
+        for job in [*scheduler.running, *scheduler.finished[-20000:]]:
             if now - DAY <= job.started:
                 started[job.project, job.kind] = started.get((job.project, job.kind), 0) + 1
         arrivals = estimates.expected_arrivals(started, DAY, holders, waiters, every, of)
@@ -266,7 +272,10 @@ def main() -> None:
         )
         print(
             "  median relative error by actual wait: "
-            + "; ".join(f"{name}: {error:.1%} ({count} jobs)" for name, (count, error) in found["buckets"].items())
+            + "; ".join(
+                f"{name}: {error:.1%}, {bias:+.1f} min ({count} jobs)"
+                for name, (count, error, bias) in found["buckets"].items()
+            )
         )
     print(f"load average after: {loadavg()}")
 

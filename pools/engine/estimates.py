@@ -197,19 +197,28 @@ SPREAD_POINTS = 10
 
 
 def ordered_ends(holders: Sequence[Holder], now: float, cap: float | None) -> list[float | None]:
-    """The likely end of each running workload, the k-th to end ending when k - ½ of them are expected to have ended.
+    """The likely end of each running workload: among the running workloads of its kind, the k-th to end ends when
+    k - ½ of them are expected to have ended.
 
     Each ends at some time its learned runtimes spread over (those longer than it has run so far); what frees GPUs
     first is the first of many to end, and that comes well before any one's median: 1,500 workloads each ending at
-    its own median free their GPUs later than they do. So the ends are the order statistics of the workloads'
-    spreads added up (each runtime spread as ``SPREAD_POINTS`` quantiles, each counting for that part of a workload;
-    one that has outlived every learned run, or has nothing learned, ends as ``holder_end`` says), handed out in the
-    order of the workloads' own medians: the one expected first gets the first end. One workload alone ends at its
-    median, as ``holder_end`` says; the late bound keeps each workload's own 90th percentile."""
+    its own median free their GPUs later than they do. So the ends are the order statistics of the workloads' spreads
+    added up, handed out in the order of the workloads' own medians: the one expected first gets the first end.
+
+    - **Per kind**: the workloads of a kind free the room the waiting workloads of that kind need (a gang's whole
+      nodes, not a one-GPU job's GPU); pooled with every kind, the first ends would all go to the kind with the
+      shortest runs, and a gang's nodes would be freed later than the first gang really ends.
+    - **Each spread as ``SPREAD_POINTS`` mid-quantiles** (the 5th, 15th, …, 95th percentile of its runs longer than it
+      has run), each counting for that part of a workload: a point stands for the runs around it, not for those
+      below it (the upper quantiles, the 10th to the 100th, put every end late by up to a tenth of the spread, and
+      the first ends most). One workload alone ends at its 45th percentile, about its median.
+
+    One that has outlived every learned run, or has nothing learned, ends as ``holder_end`` says; the late bound keeps
+    each workload's own 90th percentile."""
     ends: list[float | None] = []
-    points: list[float] = []  # every spread workload's quantile ends, each counting for 1 / SPREAD_POINTS of one
-    spread: list[int] = []
-    quantiles: dict[tuple[int, int], tuple[float, ...]] = {}  # (runtimes, runs outlived): their runtimes' quantiles
+    kinds: dict[Hashable, tuple[list[float], list[int]]] = {}  # kind: (its points, the workloads spread)
+    # (runtimes, runs outlived): the median and mid-quantiles of the runs left
+    quantiles: dict[tuple[int, int], tuple[float, tuple[float, ...]]] = {}
     soon = now + OVERDUE_SECONDS
     for index, holder in enumerate(holders):
         runtimes = holder.runtimes
@@ -220,20 +229,26 @@ def ordered_ends(holders: Sequence[Holder], now: float, cap: float | None) -> li
             continue
         known = quantiles.get((id(runs), first))
         if known is None:
-            left = len(runs) - first  # the quantiles of runs[first:] by nearest rank, each capped
-            known = quantiles[id(runs), first] = tuple(
-                min(runs[first + max(0, math.ceil(point * left / SPREAD_POINTS) - 1)], cap or math.inf)
-                for point in range(1, SPREAD_POINTS + 1)
+            left = len(runs) - first  # the median and mid-quantiles of runs[first:] by nearest rank, each capped
+            limit = cap or math.inf
+            known = quantiles[id(runs), first] = (
+                min(runs[first + math.ceil(left / 2) - 1], limit),
+                tuple(
+                    min(runs[first + max(0, math.ceil((point - 0.5) * left / SPREAD_POINTS) - 1)], limit)
+                    for point in range(1, SPREAD_POINTS + 1)
+                ),
             )
+        median, spread_of = known
         started = holder.started
-        points.extend(max(started + runtime, soon) for runtime in known)
-        ends.append(max(started + known[SPREAD_POINTS // 2 - 1], soon))  # its own median, as holder_end's
+        points, spread = kinds.setdefault(holder.kind, ([], []))
+        points.extend(max(started + runtime, soon) for runtime in spread_of)
+        ends.append(max(started + median, soon))  # its own median, as holder_end's: its place in the order
         spread.append(index)
-    points.sort()
-    # The k-th end: when k - ½ of the workloads are expected to have ended, the (k - ½) × SPREAD_POINTS-th point.
-    spread.sort(key=ends.__getitem__)
-    for k, index in enumerate(spread, start=1):
-        ends[index] = points[math.ceil((k - 0.5) * SPREAD_POINTS) - 1]
+    for points, spread in kinds.values():
+        points.sort()
+        spread.sort(key=ends.__getitem__)
+        for k, index in enumerate(spread, start=1):
+            ends[index] = points[math.ceil((k - 0.5) * SPREAD_POINTS) - 1]  # (k - ½) workloads' worth of points
     return ends
 
 
@@ -533,20 +548,21 @@ def _runtime(waiter: Waiter, *, cap: float | None, late: bool) -> float | None:
 
 class FreeGpus:
     """The nodes' free whole GPUs, with the nodes of each free count at hand (a placement reads the few counts
-    above what a pod asks, not every node)."""
+    above what a pod asks, not every node), each count's nodes in the order they came to it: the same state places
+    the same way in every process (a set's order of strings is not)."""
 
     def __init__(self, free: Mapping[str, int]):
         self.free = dict(free)
         self.top = max(self.free.values(), default=0)
-        self.by_free: dict[int, set[str]] = {}
+        self.by_free: dict[int, dict[str, None]] = {}
         for node, gpus in self.free.items():
-            self.by_free.setdefault(gpus, set()).add(node)
+            self.by_free.setdefault(gpus, {})[node] = None
 
     def _move(self, node: str, gpus: int) -> None:
         old = self.free[node]
-        self.by_free[old].discard(node)
+        del self.by_free[old][node]
         self.free[node] = gpus
-        self.by_free.setdefault(gpus, set()).add(node)
+        self.by_free.setdefault(gpus, {})[node] = None
         self.top = max(self.top, gpus)
 
     def give(self, node: str, gpus: int) -> None:

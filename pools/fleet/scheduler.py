@@ -56,7 +56,10 @@ class Scheduler:
         return (self.held.get(job.project, 0) / (self.shares.get(job.project) or 1), job.submitted, job.name)
 
     def submit(self, job: Job) -> None:
+        """``job`` comes at its ``submitted`` time: the fleet runs to then, and it starts at once if it fits."""
+        self.advance(job.submitted)
         self.waiting.append(job)
+        self._start()
 
     def advance(self, until: float) -> None:
         """Run the fleet to ``until``: jobs end at their start plus runtime, and at each moment GPUs free up (and at

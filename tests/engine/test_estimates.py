@@ -24,6 +24,7 @@ from pools.engine.estimates import (
 
 NOW = 1_000_000.0
 HOUR = 3600.0
+MINUTE = 60.0
 TWO_HOURS = learned([2 * HOUR] * 5 + [3 * HOUR] * 5)  # median 2 h, 90th percentile 3 h
 
 
@@ -123,22 +124,38 @@ def test_many_running_workloads_end_as_the_order_statistics_of_their_spread_not_
     assert ordered_ends([overdue, Holder({"x": 8}, NOW, None)], NOW, 30 * HOUR) == [NOW + 10 * HOUR, NOW + 30 * HOUR]
 
 
+def test_the_ends_are_ordered_among_the_workloads_of_a_kind():
+    # 100 one-GPU jobs of 10 to 100 minutes and 10 gangs of 1 to 10 hours, all just started. Among the gangs, the
+    # first ends after 1 h, when half a gang's worth of theirs are expected to have ended; pooled with the short jobs,
+    # the gangs would get the ends after every short job's (the first of them after 100 minutes, with the last).
+    short = learned([minutes * MINUTE for minutes in range(10, 101, 10)])
+    long = learned([hours * HOUR for hours in range(1, 11)])
+    jobs = [Holder({f"s{i}": 1}, NOW, short, kind="batch") for i in range(100)]
+    gangs = [Holder({f"g{i}": 8}, NOW, long, kind="train") for i in range(10)]
+    ends = ordered_ends(jobs + gangs, NOW, None)
+    assert min(ends[100:]) == NOW + HOUR and max(ends[100:]) == NOW + 10 * HOUR
+    assert (min(ends[:100]), max(ends[:100])) == (NOW + 10 * MINUTE, NOW + 100 * MINUTE)
+    pooled = [Holder(job.nodes, NOW, short) for job in jobs] + [Holder(gang.nodes, NOW, long) for gang in gangs]
+    assert min(ordered_ends(pooled, NOW, None)[100:]) == NOW + 100 * MINUTE
+
+
 @given(
-    # (hours run so far, the scale of its kind's runs: 1, 2, 3, 5 and 8 times it): none has outlived every run.
-    st.lists(st.tuples(st.integers(0, 7), st.integers(1, 10)), min_size=1, max_size=30),
+    # (hours run so far, the scale of its kind's runs: 1, 2, 3, 5 and 8 times it, its kind): none has outlived every
+    # run.
+    st.lists(st.tuples(st.integers(0, 7), st.integers(1, 10), st.sampled_from("ab")), min_size=1, max_size=30),
 )
 @settings(max_examples=60, deadline=None)
 def test_the_ordered_ends_are_handed_out_in_the_order_of_the_workloads_medians(started_and_scale):
     holders = [
-        Holder({f"n{i}": 1}, NOW - elapsed * HOUR, learned([scale * HOUR * m for m in (1, 2, 3, 5, 8)]))
-        for i, (elapsed, scale) in enumerate(started_and_scale)
+        Holder({f"n{i}": 1}, NOW - elapsed * HOUR, learned([scale * HOUR * m for m in (1, 2, 3, 5, 8)]), kind=kind)
+        for i, (elapsed, scale, kind) in enumerate(started_and_scale)
     ]
     ends = ordered_ends(holders, NOW, None)
     medians = [holder_end(holder, NOW, None, late=False) for holder in holders]
     assert all(end >= NOW for end in ends)
     for i in range(len(holders)):
         for j in range(len(holders)):
-            if medians[i] < medians[j]:
+            if holders[i].kind == holders[j].kind and medians[i] < medians[j]:
                 assert ends[i] <= ends[j]
 
 
