@@ -37,7 +37,7 @@ MINUTE = 60.0
 SIGMA = 0.5
 DRAWS = int(os.environ.get("DRAWS", "0"))
 BUCKETS = {"under 10 min": (0, 600), "10-60 min": (600, 3600), "1 h or more": (3600, math.inf)}
-WAYS = ("arrivals", "order", "static", "oracle")
+WAYS = ("arrivals", "order", "static", "oracle", "oracle-arrivals")
 KINDS = {  # kind: (share of the jobs, pods' GPUs chooser, median runtime in seconds)
     "train": (0.2, lambda rng: (8,) * rng.choice((1, 1, 2, 4)), 3 * 3600.0),
     "finetune": (0.4, lambda rng: (rng.choice((1, 2, 4)),), 3600.0),
@@ -144,7 +144,8 @@ def _estimate(scheduler: Scheduler, learned: dict, now: float, way: str) -> dict
     jobs, the waiting ones, the projects' shares and what each held, the learned runtimes, and how many jobs of each
     project and kind started over the last day. ``way`` "order" leaves out the jobs to come, "static" also keeps
     the order as it is at ``now`` (the way before), "oracle" is "order" with every job's true runtime (what the jobs
-    to come and the order alone cost)."""
+    to come and the order alone cost), "oracle-arrivals" the console's way with every running and waiting job's true
+    runtime (what the jobs to come, not yet submitted, alone cost)."""
     runtimes: dict[tuple[str, str], estimates.Runtimes | None] = {}
 
     def of(project: str, kind: str):
@@ -153,7 +154,7 @@ def _estimate(scheduler: Scheduler, learned: dict, now: float, way: str) -> dict
             runtimes[key] = estimates.learned(learned.get(key, [])[-200:])
         return runtimes[key]
 
-    if way == "oracle":
+    if way.startswith("oracle"):
         exact = {job.name: estimates.learned([job.runtime]) for job in [*scheduler.running, *scheduler.waiting]}
         of_job = lambda job: exact[job.name]  # noqa: E731
     else:
@@ -174,7 +175,7 @@ def _estimate(scheduler: Scheduler, learned: dict, now: float, way: str) -> dict
     ]
     units = {project: estimates.Share(scheduler.held[project], share) for project, share in scheduler.shares.items()}
     arrivals = []
-    if way == "arrivals":
+    if way in ("arrivals", "oracle-arrivals"):
         started: dict[tuple[str, str], int] = {}
         for job in [*scheduler.running, *scheduler.finished[-20000:]]:
             if now - DAY <= job.started:
@@ -267,7 +268,7 @@ def main() -> None:
         default="arrivals",
         help="the console's way (arrivals: the order moving as the play goes and the jobs each project is expected to "
         "submit), or for a diagnosis: order (without those jobs), static (the order as it is, the way before), "
-        "oracle (order, with every job's true runtime)",
+        "oracle (order, with every job's true runtime), oracle-arrivals (the console's way with every true runtime)",
     )
     parser.add_argument("--play", action="store_true", help="time the play of 2,000 waiting workloads instead")
     parser.add_argument(
