@@ -7,7 +7,6 @@ module-scoped fixture's open transaction, as ``test_workloads``' estate holds, w
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import timedelta
 
@@ -32,10 +31,7 @@ def test_a_watch_batch_that_frees_a_node_moves_its_verdicts_before_the_next_roun
     """The watch's judging thread: a whole round first, then (the next whole round an hour away) the batch that ends
     nlp's job on n1 has pool p judged again at once, while the watch goes on."""
     monkeypatch.setattr(watching, "JUDGE_SECONDS", 3600.0)
-    stop = threading.Event()
-    judging = watching.VerdictJudging(lab, stop)
-    judging.start()
-    try:
+    with watching.VerdictJudging(lab) as judging:
         judging.note({"pods": 1, "gpu_nodes": set()})
         assert _within(10, lambda: VerdictRound.objects.filter(backend=lab).exists())
         assert by_name(pending_verdicts())["vision-train"]["reason"] == "reclaim"
@@ -46,9 +42,6 @@ def test_a_watch_batch_that_frees_a_node_moves_its_verdicts_before_the_next_roun
         judging.note(counts)
         assert _within(10, lambda: WorkloadVerdict.objects.filter(judged_at__isnull=False).exists())
         assert by_name(pending_verdicts())["vision-train"]["reason"] != "reclaim"
-    finally:
-        stop.set()
-        judging.join()
     assert not judging.thread.is_alive()
 
 

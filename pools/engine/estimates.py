@@ -229,12 +229,13 @@ def ordered_ends(holders: Sequence[Holder], now: float, cap: float | None) -> li
             continue
         known = quantiles.get((id(runs), first))
         if known is None:
-            left = len(runs) - first  # the median and mid-quantiles of runs[first:] by nearest rank, each capped
-            limit = cap or math.inf
+            # The runs it has not outlived: their median and mid-quantiles by nearest rank (the rank counted in whole
+            # numbers: (point - ½) / SPREAD_POINTS is not exact in floating point), each capped.
+            longer, limit = runs[first:], cap or math.inf
             known = quantiles[id(runs), first] = (
-                min(runs[first + math.ceil(left / 2) - 1], limit),
+                min(_rank(longer, 0.5), limit),
                 tuple(
-                    min(runs[first + max(0, math.ceil((point - 0.5) * left / SPREAD_POINTS) - 1)], limit)
+                    min(longer[max(0, math.ceil((point - 0.5) * len(longer) / SPREAD_POINTS) - 1)], limit)
                     for point in range(1, SPREAD_POINTS + 1)
                 ),
             )

@@ -62,8 +62,9 @@ class Scheduler:
         self._start()
 
     def advance(self, until: float) -> None:
-        """Run the fleet to ``until``: jobs end at their start plus runtime, and at each moment GPUs free up (and at
-        ``until`` itself) the waiting jobs that fit start, in order."""
+        """Run the fleet to ``until``: jobs end at their start plus runtime, and at each moment GPUs free up the
+        waiting jobs that fit start, in order (between those moments nothing new fits: a job that comes is tried as
+        it comes, by ``submit``)."""
         while self.ending and self.ending[0][0] <= until:
             moment = self.ending[0][0]
             while self.ending and self.ending[0][0] == moment:
@@ -75,7 +76,6 @@ class Scheduler:
             self.now = moment
             self._start()
         self.now = until
-        self._start()
 
     def _start(self) -> None:
         if not self.waiting:

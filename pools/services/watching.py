@@ -61,7 +61,7 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
         raise WatchBusy(f"backend '{backend.name}' is already being watched; this watch did not start")
     applied = {"batches": 0, "nodes": 0, "pods": 0}
     stop, lost = threading.Event(), threading.Event()
-    judging = VerdictJudging(backend, stop)
+    judging = VerdictJudging(backend)
 
     def count(counts: dict) -> None:
         applied["batches"] += 1
@@ -77,13 +77,12 @@ def backend_watch_for(*, backend: Backend, seconds: float, lease_seconds: float 
     started = time.monotonic()
     timer.start()
     renewer.start()
-    judging.start()
     try:
-        backend_watch(backend=backend, stop=stop, owner=owner, lease_seconds=lease_seconds, on_batch=count)
+        with judging:
+            backend_watch(backend=backend, stop=stop, owner=owner, lease_seconds=lease_seconds, on_batch=count)
     finally:
         timer.cancel()
         stop.set()
-        judging.join()
         renewer.join(lease_seconds)  # a renewal is one short UPDATE; a hung database does not hold the task
         lease_release(name=lease, owner=owner)  # backend_watch releases it too, unless it raised
     state = Backend.objects.filter(pk=backend.pk).values("last_sync_at", "last_sync_error").first() or {}
@@ -115,19 +114,24 @@ class VerdictJudging:
     reader takes: a freed node moves the verdicts it affects within the judging of one pool, not a round later.
     """
 
-    def __init__(self, backend: Backend, stop: threading.Event):
+    def __init__(self, backend: Backend):
         self.backend = backend
-        self.stop = stop
+        self.stop = threading.Event()  # the watch it follows has ended
         self.lock = threading.Lock()
         self.changed = threading.Event()
         self.due = False  # a batch changed something since the last whole round began
         self.nodes: set[str] = set()  # the nodes whose GPUs changed since the last judging began
         self.thread = threading.Thread(target=self.run, name=f"judge-{backend.pk}", daemon=True)
 
-    def start(self) -> None:
+    def __enter__(self) -> VerdictJudging:
+        """The watch begins: the thread starts."""
         self.thread.start()
+        return self
 
-    def join(self) -> None:
+    def __exit__(self, *exc) -> None:
+        """The watch has ended: a round under way is kept (waited for up to ``JUDGING_JOIN_SECONDS``), then the
+        thread ends."""
+        self.stop.set()
         self.changed.set()
         self.thread.join(JUDGING_JOIN_SECONDS)
 

@@ -72,16 +72,13 @@ class Command(BaseCommand):
         def watch():
             # The verdicts follow the watch's batches on a thread of their own, as in a Celery worker's watch task;
             # it ends with this watch (a watch started again after a failure starts its own).
-            ended = threading.Event()
-            judging = services.VerdictJudging(backend, ended)
-            judging.start()
             try:
-                services.backend_watch(backend=backend, stop=stop, owner=services.lease_owner(), on_batch=judging.note)
+                with services.VerdictJudging(backend) as judging:
+                    owner = services.lease_owner()
+                    services.backend_watch(backend=backend, stop=stop, owner=owner, on_batch=judging.note)
             except Exception:
                 logger.exception("watch of backend %s stopped", backend.name)
             finally:
-                ended.set()
-                judging.join()
                 connection.close()
 
         thread = threading.Thread(target=watch, name=f"watch-{backend.name}", daemon=True)
